@@ -1,0 +1,67 @@
+"""Errors that reach the user: a stable code, a message naming what is wrong, a hint, an exit code.
+
+Exit codes (DESIGN.md §9): 0 ok, 1 internal error, 2 bad input (contract, arguments, data,
+unsupported setting), 3 a check failed (`verify`), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+EXIT_CHECK_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+
+class RatchetError(Exception):
+    """An error with a stable `code` (matched by tests and --json users), a `message` naming the
+    exact key, file, job or unit, an optional `hint` saying what to do, and the process `exit_code`.
+    """
+
+    default_exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, code: str, message: str, hint: str | None = None, exit_code: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.exit_code = self.default_exit_code if exit_code is None else exit_code
+
+    def to_json(self) -> dict[str, str | None]:
+        """The `error` object of the --json envelope: {"code", "message", "hint"}."""
+        return {"code": self.code, "message": self.message, "hint": self.hint}
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} (hint: {self.hint})"
+
+
+class ContractError(RatchetError):
+    """`ratchet.toml` is missing, unparsable or invalid; codes start with `contract.`."""
+
+
+class UnsupportedError(RatchetError):
+    """A setting the schema knows but this build cannot run yet; code `unsupported.<what>`."""
+
+
+class DataError(RatchetError):
+    """Bad user data (examples file, revisions, run ids); codes name the data."""
+
+
+class PlanError(RatchetError):
+    """A trial that cannot be compiled into a consistent plan; codes start with `plan.`."""
+
+
+class LedgerError(RatchetError):
+    """A run directory that is locked, torn, tampered with or inconsistent; codes start with `ledger.`."""
+
+
+class MeasurementError(RatchetError):
+    """A measurement that cannot proceed (e.g. the baseline preflight yields no metric)."""
+
+
+class SandboxError(RatchetError):
+    """The sandbox was required (`sandbox.mode = "bwrap"`) but does not work on this machine."""
+
+
+class GitError(RatchetError):
+    """A git operation failed; the message carries git's stderr."""
