@@ -1,0 +1,99 @@
+"""`ratchet check`: what a run would do, computed without running anything expensive.
+
+The result is a plain dict (the `--json` result); `render.render_check` shows it to people.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ratchet.budget import worst_case_units
+from ratchet.contract import Contract
+from ratchet.contract_load import load_contract
+from ratchet.support import unsupported_settings
+
+
+def check_report(directory: Path) -> dict[str, Any]:
+    """Load and validate the contract in `directory`; return a summary dict with keys
+    contract, target, scope, agent, gate, budget, sandbox, warnings, unsupported.
+
+    Raises ContractError (exit 2) for an invalid contract.
+    """
+    loaded = load_contract(directory)
+    contract = loaded.contract
+    warnings = list(loaded.warnings)
+    gate = gate_summary(contract)
+    warnings.extend(gate.pop("warnings"))
+    sandbox = sandbox_summary(contract)
+    if sandbox.get("warning"):
+        warnings.append(sandbox["warning"])
+    return {
+        "contract": str(loaded.path),
+        "digest": loaded.digest,
+        "campaign": contract.campaign.model_dump(),
+        "target": contract.target.model_dump(exclude_none=True),
+        "scope": {
+            "allowed": list(contract.scope.allowed),
+            "protected": list(contract.protected_paths),
+            "hidden": list(contract.hidden_paths),
+        },
+        "agent": {"kind": contract.agent.kind, **_agent_detail(contract)},
+        "gate": gate,
+        "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
+                   "worst_case_units": worst_case_units(contract)},
+        "sandbox": sandbox,
+        "warnings": warnings,
+        "unsupported": [e.to_json() for e in unsupported_settings(contract)],
+    }
+
+
+def _agent_detail(contract: Contract) -> dict[str, Any]:
+    section = getattr(contract.agent, contract.agent.kind)
+    return section.model_dump() if section is not None else {}
+
+
+def gate_summary(contract: Contract) -> dict[str, Any]:
+    """The gate's settings plus each trial's level and whether the exact test can reach it."""
+    from ratchet.stats.multiplicity import level_schedule
+
+    gate = contract.gate
+    kind = "binary" if contract.target.kind == "examples" else "continuous"
+    rows = level_schedule(gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(gate.units), kind)
+    warnings = []
+    unreachable = [r for r in rows if not r["reachable"]]
+    if unreachable:
+        first = unreachable[0]
+        warnings.append(
+            f"from trial {first['trial']} on, the level ({first['level']:.2g}) is below the smallest p-value "
+            f"the exact test can produce with gate.units = {list(gate.units)} "
+            f"({first['min_p']:.2g}): those trials can never accept; add units or lower budget.max_attempts"
+        )
+    return {
+        **gate.model_dump(),
+        "holdout_size": gate.holdout_size,
+        "kind": kind,
+        "levels": rows,
+        "warnings": warnings,
+    }
+
+
+def sandbox_summary(contract: Contract) -> dict[str, Any]:
+    """Whether bubblewrap works here and what `sandbox.mode` will resolve to."""
+    from ratchet.compute.sandbox import probe_bwrap
+
+    status = probe_bwrap()
+    mode = contract.sandbox.mode
+    resolved = "bwrap" if status.available and mode != "none" else "none"
+    summary: dict[str, Any] = {
+        "mode": mode,
+        "resolved": resolved,
+        "available": status.available,
+        "detail": status.reason,
+        "network": contract.sandbox.network,
+    }
+    if mode == "bwrap" and not status.available:
+        summary["warning"] = f"sandbox.mode = 'bwrap' but bubblewrap does not work here ({status.reason}): run will refuse"
+    elif mode == "none" or resolved == "none":
+        summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
+    return summary

@@ -1,0 +1,133 @@
+"""The `ratchet` command line: parse, call, render (rich for people, `--json` for programs).
+
+Every command prints exactly one JSON object with `--json`:
+`{"ok": bool, "command": str, "result": {...}, "error": {"code", "message", "hint"} | null}`;
+logs go to stderr. Exit codes: 0 ok, 1 internal error, 2 bad input, 3 a check failed, 130 interrupted.
+Heavy modules (scipy, optuna, matplotlib) are imported inside commands, never at module import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ratchet import __version__
+from ratchet.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RatchetError
+
+app = typer.Typer(
+    name="ratchet",
+    help="Improvement loops that promote only proven gains (paired, held-out, budgeted).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")]
+DirArg = Annotated[Path, typer.Argument(help="Project directory (holding ratchet.toml).")]
+
+Renderer = Callable[[dict[str, Any]], None]
+
+
+def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[str, Any]], render: Renderer) -> None:
+    """Run one command's `work`, then render its result (human) or print the JSON envelope.
+
+    RatchetError -> its exit code with code/message/hint; KeyboardInterrupt -> 130; anything else ->
+    exit 1 ("internal error", the traceback only with --debug or RATCHET_DEBUG=1).
+    """
+    debug = debug or os.environ.get("RATCHET_DEBUG") == "1"
+    try:
+        result = work()
+    except RatchetError as exc:
+        _fail(command, as_json, debug, exc.to_json(), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail(command, as_json, debug, {"code": "interrupted", "message": "interrupted", "hint": None}, EXIT_INTERRUPTED)
+    except Exception as exc:  # the last line of defence: no traceback for the user unless asked
+        error = {
+            "code": "internal",
+            "message": f"internal error: {type(exc).__name__}: {exc}",
+            "hint": "re-run with --debug and report the traceback",
+        }
+        _fail(command, as_json, debug, error, EXIT_INTERNAL)
+    if as_json:
+        print(json.dumps({"ok": True, "command": command, "result": result, "error": None}, default=str))
+    else:
+        render(result)
+    code = result.get("_exit_code", 0) if isinstance(result, dict) else 0
+    if code:
+        raise typer.Exit(code)
+
+
+def _fail(command: str, as_json: bool, debug: bool, error: dict[str, Any], code: int) -> None:
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    if as_json:
+        print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
+    else:
+        err.print(f"[bold red]error[/] [dim]({error['code']})[/]: {error['message']}", markup=True, soft_wrap=True)
+        if error.get("hint"):
+            err.print(f"[yellow]hint[/]: {error['hint']}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def version_callback(value: bool) -> None:
+    """Print the version and exit (for `--version`)."""
+    if value:
+        out.print(f"ratchet {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Ratchet: improvement loops that promote only proven gains."""
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to write ratchet.toml (created if needed).")] = Path("."),
+    kind: Annotated[str, typer.Option("--kind", help="benchmark | examples")] = "benchmark",
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Write a contract with every key (defaults shown) and minimal working files."""
+    from ratchet.scaffold import init_project
+
+    execute("init", as_json, debug, lambda: init_project(directory, kind), _render_init)
+
+
+def _render_init(result: dict[str, Any]) -> None:
+    for path in result["written"]:
+        out.print(f"wrote {path}")
+    out.print(f"next: [bold]ratchet check {result['directory']}[/]")
+
+
+@app.command()
+def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Validate the contract and show what a run would do, without running anything expensive."""
+    from ratchet.checkup import check_report
+    from ratchet.render import render_check
+
+    execute("check", as_json, debug, lambda: check_report(directory), lambda r: render_check(out, r))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

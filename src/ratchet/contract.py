@@ -1,0 +1,453 @@
+"""The contract (`ratchet.toml`): strict, frozen models for every section and key of DESIGN.md §4.
+
+Pure: no file access here (loading lives in `contract_load.py`). Unknown keys are errors; a key
+left out takes the default shown in DESIGN.md §4. Values the schema knows but this build cannot run
+yet validate here and are refused by `ratchet run` (see `support.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+CONTRACT_FILE = "ratchet.toml"
+NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+GLOB_CHARS = set("*?[]{}")
+
+RESERVED_ENV = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "RATCHET_JOB_ID", "RATCHET_VARIANT", "RATCHET_UNIT"})
+"""Variables `target.seed_env` may not name: set by Ratchet for every job, or needed by every
+process. Names starting with `LD_` or `PYTHON` are refused too (they change what code runs)."""
+
+RESERVED_ENV_PREFIXES = ("LD_", "PYTHON")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+def parse_duration(value: str | int | float) -> float:
+    """Seconds from a duration: a number of seconds, or a string `"90"`, `"90s"`, `"45m"`, `"2h"`.
+
+    Returns seconds >= 0. Raises ValueError naming the accepted forms.
+    """
+    if isinstance(value, bool):
+        raise ValueError("a duration is seconds or a string like '90s', '45m', '2h', not a boolean")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(value)
+        if not match:
+            raise ValueError(f"{value!r} is not a duration: use seconds or '90s', '45m', '2h'")
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if seconds < 0:
+        raise ValueError("a duration must be >= 0")
+    return seconds
+
+
+def check_scope_path(path: str) -> str:
+    """Validate one scope entry: relative, no `..`, no absolute path, no glob, no `.git`.
+
+    Returns the path with a single trailing `/` kept (a directory entry). Raises ValueError.
+    """
+    if not path or not path.strip():
+        raise ValueError("an empty path is not allowed")
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+        raise ValueError(f"{path!r} is absolute; scope paths are relative to the project root")
+    if "\\" in path:
+        raise ValueError(f"{path!r} contains a backslash; use '/'")
+    if GLOB_CHARS & set(path):
+        raise ValueError(f"{path!r} is a glob; list paths or directories (ending in '/')")
+    parts = [p for p in path.rstrip("/").split("/")]
+    if any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{path!r} has an empty, '.' or '..' component")
+    if ".git" in parts:
+        raise ValueError(f"{path!r} touches .git, which is never in scope")
+    return path
+
+
+def scope_covers(entry: str, path: str) -> bool:
+    """True when scope `entry` covers `path`: the same path, or `path` inside the directory `entry`."""
+    entry = entry.rstrip("/")
+    path = path.rstrip("/")
+    return path == entry or path.startswith(entry + "/")
+
+
+# --- [campaign] ---------------------------------------------------------------------------------
+
+
+class CampaignSection(_Model):
+    """[campaign]: the run's name and master seed (splits, search, unit seeds with a per-run salt)."""
+
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
+# --- [target] and its checks ---------------------------------------------------------------------
+
+
+class ExactMatchCheck(_Model):
+    """Output equals the expected output exactly (after one trailing newline is stripped)."""
+
+    type: Literal["exact_match"]
+
+
+class NormalizedMatchCheck(_Model):
+    """Outputs equal after the enabled normalizations."""
+
+    type: Literal["normalized_match"]
+    lowercase: bool = True
+    strip: bool = True
+    collapse_whitespace: bool = True
+
+
+class JsonEqualityCheck(_Model):
+    """Both parse as JSON and are equal by JSON type (`true` never equals `1`)."""
+
+    type: Literal["json_equality"]
+
+
+class RegexMatchCheck(_Model):
+    """The output matches `pattern` (Python `re`, full match unless `fullmatch = false`)."""
+
+    type: Literal["regex_match"]
+    pattern: str
+    fullmatch: bool = True
+    ignorecase: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+        return value
+
+
+class NumericToleranceCheck(_Model):
+    """|actual - expected| <= atol + rtol * |expected|, both parsed as numbers."""
+
+    type: Literal["numeric_tolerance"]
+    atol: Annotated[float, Field(ge=0)] = 0.0
+    rtol: Annotated[float, Field(ge=0)] = 0.0
+
+
+class CustomCheck(_Model):
+    """A script (path relative to the project root) judging one example: JSON on stdin, exit 0 pass,
+    1 fail (stderr the reason), anything else an error."""
+
+    type: Literal["custom"]
+    script: str
+    timeout_s: Annotated[float, Field(gt=0)] = 30.0
+
+    @field_validator("script")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        return check_scope_path(value)
+
+
+Check = Annotated[
+    ExactMatchCheck | NormalizedMatchCheck | JsonEqualityCheck | RegexMatchCheck | NumericToleranceCheck | CustomCheck,
+    Field(discriminator="type"),
+]
+
+_BENCHMARK_KEYS = ("command", "metric")
+_EXAMPLES_KEYS = ("examples", "solution", "split", "checks")
+
+
+class TargetSection(_Model):
+    """[target]: what is measured. `benchmark`: a command printing a JSON metric; `examples`:
+    input/output examples scored by checks."""
+
+    kind: Literal["benchmark", "examples"]
+    command: str | None = None
+    metric: str | None = None
+    direction: Literal["max", "min"] = "max"
+    seed_env: str = "RATCHET_SEED"
+    timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    cache: bool = True
+    examples: str | None = None
+    solution: str | None = None
+    split: Annotated[list[float], Field(min_length=3, max_length=3)] = [0.6, 0.2, 0.2]
+    checks: list[Check] = []
+
+    @field_validator("seed_env")
+    @classmethod
+    def _seed_env(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError(f"{value!r} is not an environment variable name")
+        if value in RESERVED_ENV or value.startswith(RESERVED_ENV_PREFIXES):
+            reserved = ", ".join(sorted(RESERVED_ENV))
+            raise ValueError(f"{value!r} is reserved (reserved: {reserved}, LD_*, PYTHON*)")
+        return value
+
+    @field_validator("split")
+    @classmethod
+    def _split(cls, value: list[float]) -> list[float]:
+        if any(v < 0 for v in value) or value[1] <= 0 or value[2] <= 0:
+            raise ValueError("split is [dev, val, test]: all >= 0, val and test > 0")
+        if abs(sum(value) - 1.0) > 1e-9:
+            raise ValueError(f"split must sum to 1 (it sums to {sum(value):g})")
+        return value
+
+    @field_validator("examples", "solution")
+    @classmethod
+    def _paths(cls, value: str | None) -> str | None:
+        return None if value is None else check_scope_path(value)
+
+    @model_validator(mode="after")
+    def _kind_keys(self) -> TargetSection:
+        given = self.model_fields_set
+        required, foreign = (
+            (_BENCHMARK_KEYS, _EXAMPLES_KEYS) if self.kind == "benchmark" else (("examples", "solution"), _BENCHMARK_KEYS)
+        )
+        missing = [k for k in required if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"target.kind = {self.kind!r} requires {', '.join('target.' + k for k in missing)}")
+        stray = [k for k in foreign if k in given]
+        if stray:
+            raise ValueError(f"{', '.join('target.' + k for k in stray)} is not used with target.kind = {self.kind!r}")
+        if self.kind == "examples" and not self.checks:
+            raise ValueError("target.kind = 'examples' requires at least one [[target.checks]]")
+        return self
+
+
+# --- [scope] ------------------------------------------------------------------------------------
+
+
+class ScopeSection(_Model):
+    """[scope]: the only paths a candidate may change (`allowed`), paths never changeable
+    (`protected`; `ratchet.toml` always is), and paths never shown to an agent (`hidden`)."""
+
+    allowed: Annotated[list[str], Field(min_length=1)]
+    protected: list[str] = []
+    hidden: list[str] = []
+
+    @field_validator("allowed", "protected", "hidden")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        return [check_scope_path(p) for p in value]
+
+    @model_validator(mode="after")
+    def _no_overlap(self) -> ScopeSection:
+        for a in self.allowed:
+            if scope_covers(a, CONTRACT_FILE) or a.rstrip("/") == CONTRACT_FILE:
+                raise ValueError(f"scope.allowed entry {a!r} covers {CONTRACT_FILE}, which is always protected")
+            for p in self.protected:
+                if scope_covers(a, p) or scope_covers(p, a):
+                    raise ValueError(f"scope.allowed entry {a!r} overlaps scope.protected entry {p!r}")
+        return self
+
+
+# --- [agent] ------------------------------------------------------------------------------------
+
+
+class FloatParam(_Model):
+    """A float tunable in [low, high]; `log` samples on a log scale (then low > 0)."""
+
+    type: Literal["float"]
+    low: float
+    high: float
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _bounds(self) -> FloatParam:
+        return _check_bounds(self)
+
+
+class IntParam(_Model):
+    """An integer tunable in [low, high]; `log` samples on a log scale (then low > 0)."""
+
+    type: Literal["int"]
+    low: int
+    high: int
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _bounds(self) -> IntParam:
+        return _check_bounds(self)
+
+
+class CategoricalParam(_Model):
+    """A tunable taking one of `choices` (>= 1 distinct values)."""
+
+    type: Literal["categorical"]
+    choices: Annotated[list[str | int | float | bool], Field(min_length=1)]
+
+
+def _check_bounds(param: FloatParam | IntParam) -> Any:
+    if not param.low < param.high:
+        raise ValueError(f"low ({param.low}) must be < high ({param.high})")
+    if param.log and param.low <= 0:
+        raise ValueError(f"log = true needs low > 0 (low is {param.low})")
+    return param
+
+
+Param = Annotated[FloatParam | IntParam | CategoricalParam, Field(discriminator="type")]
+
+
+class SearchAgentConfig(_Model):
+    """[agent.search]: Optuna over `space`, written into the params `file` (.toml or .json)."""
+
+    file: str
+    sampler: Literal["tpe", "random"] = "tpe"
+    space: Annotated[dict[str, Param], Field(min_length=1)]
+
+    @field_validator("file")
+    @classmethod
+    def _file(cls, value: str) -> str:
+        check_scope_path(value)
+        if not value.endswith((".toml", ".json")):
+            raise ValueError(f"{value!r}: the params file must end in .toml or .json")
+        return value
+
+
+class FilesAgentConfig(_Model):
+    """[agent.files]: prepared candidates (subdirectories or .patch files), one per attempt."""
+
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return check_scope_path(value)
+
+
+class CommandAgentConfig(_Model):
+    """[agent.command]: an external coding-agent CLI run in a worktree (DESIGN.md §8)."""
+
+    command: str
+    timeout_s: Annotated[float, Field(gt=0)] = 3600.0
+
+
+class LlmAgentConfig(_Model):
+    """[agent.llm]: a model behind an OpenAI-compatible chat API (DESIGN.md §8)."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    max_calls: Annotated[int, Field(ge=0)] = 0
+    max_tokens: Annotated[int, Field(ge=0)] = 0
+
+
+class AgentSection(_Model):
+    """[agent]: who proposes candidates; the subsection named by `kind` is required."""
+
+    kind: Literal["search", "files", "command", "llm"]
+    search: SearchAgentConfig | None = None
+    files: FilesAgentConfig | None = None
+    command: CommandAgentConfig | None = None
+    llm: LlmAgentConfig | None = None
+
+    @model_validator(mode="after")
+    def _subsection(self) -> AgentSection:
+        if getattr(self, self.kind) is None:
+            raise ValueError(f"agent.kind = {self.kind!r} requires an [agent.{self.kind}] section")
+        return self
+
+
+# --- [gate], [budget], [compute], [sandbox] -------------------------------------------------------
+
+
+class GateSection(_Model):
+    """[gate]: the statistics of DESIGN.md §6."""
+
+    alpha: Annotated[float, Field(gt=0, le=0.5)] = 0.05
+    multiplicity: Literal["campaign", "trial"] = "campaign"
+    min_effect: Annotated[float, Field(ge=0)] = 0.0
+    min_effect_rel: Annotated[float, Field(ge=0)] = 0.0
+    units: Annotated[list[Annotated[int, Field(gt=0)]], Field(min_length=1)] = [10, 20, 40]
+    confirm: bool = True
+    holdout_units: Annotated[int, Field(ge=0)] = 0
+    patience: Annotated[int, Field(ge=0)] = 0
+    target: float | None = None
+
+    @field_validator("units")
+    @classmethod
+    def _increasing(cls, value: list[int]) -> list[int]:
+        if any(b <= a for a, b in zip(value, value[1:], strict=False)):
+            raise ValueError(f"units must be strictly increasing (got {list(value)})")
+        return value
+
+    @property
+    def holdout_size(self) -> int:
+        """Units of the final holdout: `holdout_units`, or the last entry of `units` when 0."""
+        return self.holdout_units or self.units[-1]
+
+
+class BudgetSection(_Model):
+    """[budget]: limits enforced by the kernel; 0 means unlimited, except `max_attempts` (>= 1)."""
+
+    max_attempts: Annotated[int, Field(ge=1)] = 20
+    max_evaluations: Annotated[int, Field(ge=0)] = 0
+    max_cpu_hours: Annotated[float, Field(ge=0)] = 0.0
+    max_gpu_hours: Annotated[float, Field(ge=0)] = 0.0
+    max_wall: str | int | float = "0"
+    max_val_trials: Annotated[int, Field(ge=0)] = 0
+
+    @field_validator("max_wall")
+    @classmethod
+    def _duration(cls, value: str | int | float) -> str | int | float:
+        parse_duration(value)
+        return value
+
+    @property
+    def max_wall_s(self) -> float:
+        """`max_wall` in seconds (0.0: unlimited)."""
+        return parse_duration(self.max_wall)
+
+
+class ComputeSection(_Model):
+    """[compute]: where jobs run and how many at once."""
+
+    backend: Literal["local", "slurm"] = "local"
+    max_parallel: Annotated[int, Field(ge=1)] = 2
+    gpus_per_job: Annotated[int, Field(ge=0)] = 0
+
+
+class SandboxSection(_Model):
+    """[sandbox]: `auto` uses bubblewrap when it works, `bwrap` requires it, `none` runs bare."""
+
+    mode: Literal["auto", "bwrap", "none"] = "auto"
+    network: bool = False
+
+
+class Contract(_Model):
+    """The whole `ratchet.toml`."""
+
+    campaign: CampaignSection
+    target: TargetSection
+    scope: ScopeSection
+    agent: AgentSection
+    gate: GateSection = GateSection()
+    budget: BudgetSection = BudgetSection()
+    compute: ComputeSection = ComputeSection()
+    sandbox: SandboxSection = SandboxSection()
+
+    @model_validator(mode="after")
+    def _cross_section(self) -> Contract:
+        if self.target.examples is not None:
+            for a in self.scope.allowed:
+                if scope_covers(a, self.target.examples) or scope_covers(self.target.examples, a):
+                    raise ValueError(
+                        f"scope.allowed entry {a!r} overlaps target.examples {self.target.examples!r}, "
+                        "which is always protected"
+                    )
+        return self
+
+    @property
+    def protected_paths(self) -> tuple[str, ...]:
+        """`scope.protected` plus what is always protected: ratchet.toml and target.examples."""
+        extra = [CONTRACT_FILE] + ([self.target.examples] if self.target.examples else [])
+        return tuple(dict.fromkeys([*self.scope.protected, *extra]))
+
+    @property
+    def hidden_paths(self) -> tuple[str, ...]:
+        """Paths never present in an agent's workspace: scope.hidden plus target.examples."""
+        extra = [self.target.examples] if self.target.examples else []
+        return tuple(dict.fromkeys([*self.scope.hidden, *extra]))

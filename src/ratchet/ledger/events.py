@@ -1,0 +1,353 @@
+"""The ledger: the run's append-only, hash-chained event log `runs/<run_id>/events.jsonl`.
+
+Each line is one canonical JSON object (RFC 8785) `{"seq", "ts", "kind", "prev", "data"}` followed
+by "\\n": `seq` contiguous from 0, `ts` an ISO-8601 UTC string given by the caller, `prev` the
+digest of the previous line's bytes (without its newline; `GENESIS_PREV` for seq 0). An event is
+written with one os.write on an O_APPEND descriptor and fsynced before `append` returns.
+
+Reading verifies every line and never skips one: a torn last line (`ledger.torn`), a seq gap
+(`ledger.seq_gap`), a broken hash chain (`ledger.broken_chain`) or a malformed line
+(`ledger.malformed`) raises LedgerLineError naming the 1-based line. Only a torn LAST line can be
+repaired, and only on request (`EventLog.open(..., repair=True)`, i.e. an explicit resume): it is
+truncated and a `ledger.repaired` event records the line and the bytes dropped.
+
+The writer must hold the run lock (`ratchet.ledger.lock`); this module does not take it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from ratchet.canonical import CanonicalError, canonical_bytes, digest_bytes, is_digest
+from ratchet.errors import LedgerError
+from ratchet.ledger.files import FILE_MODE, fsync_dir, read_nofollow
+
+EventKind = Literal[
+    "run.started",
+    "run.resumed",
+    "attempt.started",
+    "agent.launched",
+    "attempt.submitted",
+    "attempt.gave_up",
+    "trial.planned",
+    "job.started",
+    "job.finished",
+    "trial.judged",
+    "champion.promoted",
+    "run.stopped",
+    "ledger.repaired",
+]
+
+EVENT_KINDS: Mapping[str, str] = {
+    "run.started": "a campaign began: run id, contract digest, baseline commit/tree, salt, limits",
+    "run.resumed": "a kernel (data.pid) resumed an interrupted run; a new wall-clock session starts",
+    "attempt.started": "attempt data.attempt (1-based, unique in the run) began",
+    "agent.launched": "the agent launched its own experiments (data.jobs) during an attempt",
+    "attempt.submitted": "the agent submitted a candidate tree with a report (data.report_blob)",
+    "attempt.gave_up": "the agent gave up the attempt without a candidate (data.reason)",
+    "trial.planned": "a trial's plan was compiled (stage trial | confirm | holdout, data.plan_digest)",
+    "job.started": "a job (variant x unit) started on an executor as process data.pid",
+    "job.finished": "a job ended: state, metric value or reason, seconds, units charged",
+    "trial.judged": "the gate's verdict on a trial stage (data.verdict, data.reason, estimate, interval)",
+    "champion.promoted": "an accepted candidate became the champion (data.commit, data.tree)",
+    "run.stopped": "the campaign stopped (data.stop_reason; data.budget when budget_exhausted)",
+    "ledger.repaired": "a torn last line (data.line) was truncated (data.truncated_bytes) on resume",
+}
+"""Every event kind, with one line saying what it records. Closed: any other kind is malformed."""
+
+assert set(get_args(EventKind)) == set(EVENT_KINDS)
+
+GENESIS_PREV = "sha256:" + "0" * 64
+"""The `prev` of the event with seq 0."""
+
+LINE_FIELDS = frozenset({"seq", "ts", "kind", "prev", "data"})
+"""The keys of one event line, exactly."""
+
+TORN_HINT = "an explicit `ratchet run --resume RUN_ID` truncates the torn line and records a ledger.repaired event"
+TAMPER_HINT = "events.jsonl was changed after it was written; restore it from a backup or start a new run"
+
+
+class LedgerLineError(LedgerError):
+    """A LedgerError about one line of events.jsonl; `line` is its 1-based line number."""
+
+    def __init__(self, code: str, message: str, line: int, hint: str | None = None):
+        super().__init__(code, message, hint)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Event:
+    """One verified ledger event. `digest` is `sha256:<hex>` of its line's bytes (no newline);
+    `data` is the parsed JSON object exactly as stored (treat it as read-only)."""
+
+    seq: int
+    ts: str
+    kind: EventKind
+    prev: str
+    data: dict[str, Any]
+    digest: str
+
+
+@dataclass(frozen=True)
+class Torn:
+    """A torn last line: 1-based `line`, byte `offset` where it starts, `length` bytes to drop."""
+
+    line: int
+    offset: int
+    length: int
+
+
+def format_ts(now: str | dt.datetime) -> str:
+    """`now` as an ISO-8601 UTC string; a str is checked and returned as is.
+
+    Raises ValueError for an unparsable string, a naive datetime or a non-UTC offset.
+    """
+    if isinstance(now, dt.datetime):
+        if now.utcoffset() is None:
+            raise ValueError("ledger timestamps need a timezone-aware datetime")
+        return now.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    parsed = dt.datetime.fromisoformat(now)
+    if parsed.utcoffset() != dt.timedelta(0):
+        raise ValueError(f"ledger timestamp {now!r} is not UTC")
+    return now
+
+
+def encode_event(seq: int, ts: str, kind: str, prev: str, data: Mapping[str, Any]) -> bytes:
+    """The canonical bytes of one event line, without the trailing newline. Raises CanonicalError."""
+    return canonical_bytes({"seq": seq, "ts": ts, "kind": kind, "prev": prev, "data": data})
+
+
+def _malformed(line_no: int, what: str) -> LedgerLineError:
+    return LedgerLineError("ledger.malformed", f"events.jsonl line {line_no}: {what}", line_no, TAMPER_HINT)
+
+
+def _check_fields(obj: Any, line_no: int) -> None:
+    if not isinstance(obj, dict):
+        raise _malformed(line_no, "not a JSON object")
+    if set(obj) != LINE_FIELDS:
+        raise _malformed(line_no, f"keys {sorted(obj)} are not exactly {sorted(LINE_FIELDS)}")
+    if not isinstance(obj["seq"], int) or isinstance(obj["seq"], bool) or obj["seq"] < 0:
+        raise _malformed(line_no, f"seq {obj['seq']!r} is not a non-negative integer")
+    if obj["kind"] not in EVENT_KINDS:
+        raise _malformed(line_no, f"unknown event kind {obj['kind']!r}")
+    if not isinstance(obj["prev"], str) or not is_digest(obj["prev"]):
+        raise _malformed(line_no, f"prev {obj['prev']!r} is not a sha256 digest")
+    if not isinstance(obj["data"], dict):
+        raise _malformed(line_no, "data is not a JSON object")
+    try:
+        format_ts(obj["ts"])
+    except (TypeError, ValueError):
+        raise _malformed(line_no, f"ts {obj['ts']!r} is not an ISO-8601 UTC timestamp") from None
+
+
+def _parse_line(line: bytes, line_no: int, seq: int, prev: str) -> Event:
+    """Verify one complete, parsable line against the expected `seq` and `prev`."""
+    obj = json.loads(line)
+    _check_fields(obj, line_no)
+    try:
+        canonical = canonical_bytes(obj)
+    except CanonicalError as err:
+        raise _malformed(line_no, err.message) from None
+    if canonical != line:
+        raise _malformed(line_no, "not in canonical JSON form")
+    if obj["seq"] != seq:
+        raise LedgerLineError(
+            "ledger.seq_gap",
+            f"events.jsonl line {line_no} has seq {obj['seq']}, expected {seq}: events are missing or reordered",
+            line_no,
+            TAMPER_HINT,
+        )
+    if obj["prev"] != prev:
+        changed = max(line_no - 1, 1)
+        raise LedgerLineError(
+            "ledger.broken_chain",
+            f"events.jsonl line {changed} no longer matches the digest recorded in line {line_no} (prev): "
+            f"line {changed} was changed after it was written",
+            changed,
+            TAMPER_HINT,
+        )
+    return Event(obj["seq"], obj["ts"], obj["kind"], obj["prev"], obj["data"], digest_bytes(line))
+
+
+def scan_events(raw: bytes) -> tuple[list[Event], Torn | None]:
+    """Verify the bytes of an events.jsonl; return the events of its complete lines and the torn
+    last line, if any (no trailing newline, or a last line that is not JSON).
+
+    Raises LedgerLineError (ledger.malformed / ledger.seq_gap / ledger.broken_chain) for any other
+    defect; nothing is skipped.
+    """
+    lines = raw.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]
+    events: list[Event] = []
+    prev, offset = GENESIS_PREV, 0
+    for index, line in enumerate(complete):
+        line_no = index + 1
+        try:
+            json.loads(line)
+        except ValueError:
+            if line_no == len(complete) and not tail:
+                return events, Torn(line_no, offset, len(line) + 1)
+            raise _malformed(line_no, "not valid JSON") from None
+        event = _parse_line(line, line_no, len(events), prev)
+        events.append(event)
+        prev, offset = event.digest, offset + len(line) + 1
+    torn = Torn(len(complete) + 1, offset, len(tail)) if tail else None
+    return events, torn
+
+
+def torn_error(torn: Torn) -> LedgerLineError:
+    """The `ledger.torn` error for a torn last line."""
+    return LedgerLineError(
+        "ledger.torn",
+        f"events.jsonl line {torn.line} is torn ({torn.length} bytes of an unfinished write): "
+        "the process writing it was killed mid-write",
+        torn.line,
+        TORN_HINT,
+    )
+
+
+def read_events(path: str | os.PathLike[str]) -> list[Event]:
+    """Read and verify every event of the events.jsonl at `path` (never follows a symlink).
+
+    Raises LedgerError `ledger.missing` when the file does not exist, LedgerLineError
+    `ledger.torn` / `ledger.malformed` / `ledger.seq_gap` / `ledger.broken_chain` otherwise.
+    """
+    try:
+        raw = read_nofollow(path)
+    except FileNotFoundError:
+        raise LedgerError("ledger.missing", f"{os.fspath(path)} does not exist", "is this a run directory?") from None
+    events, torn = scan_events(raw)
+    if torn is not None:
+        raise torn_error(torn)
+    return events
+
+
+class EventLog:
+    """The writer of one events.jsonl. Create with `EventLog.open`; the caller holds the run lock.
+
+    `events` are the verified events so far (oldest first); `append` adds one durably.
+    """
+
+    def __init__(self, path: Path, events: list[Event], size: int):
+        self.path = path
+        self._events = events
+        self._size = size
+        self._fd: int | None = None
+        self._failed: str | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, repair: bool = False, now: str | None = None) -> EventLog:
+        """Read and verify the log at `path` (missing: an empty log, created on first append).
+
+        A torn last line raises `ledger.torn` unless `repair` is true; then it is truncated and a
+        `ledger.repaired` {"line", "truncated_bytes"} event is appended with timestamp `now`
+        (required for a repair: ValueError without it). Other defects always raise (see scan_events).
+        """
+        path = Path(path)
+        try:
+            raw = read_nofollow(path)
+        except FileNotFoundError:
+            raw = b""
+        events, torn = scan_events(raw)
+        if torn is None:
+            return cls(path, events, len(raw))
+        if not repair:
+            raise torn_error(torn)
+        if now is None:
+            raise ValueError("repairing a torn ledger needs `now` for the ledger.repaired event")
+        _truncate(path, torn.offset)
+        log = cls(path, events, torn.offset)
+        log.append("ledger.repaired", {"line": torn.line, "truncated_bytes": torn.length}, now)
+        return log
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """Every event of the log, oldest first."""
+        return tuple(self._events)
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event; -1 when the log is empty."""
+        return len(self._events) - 1
+
+    @property
+    def last_digest(self) -> str:
+        """The digest of the last event's line; GENESIS_PREV when the log is empty."""
+        return self._events[-1].digest if self._events else GENESIS_PREV
+
+    def append(self, kind: EventKind, data: Mapping[str, Any], now: str | dt.datetime) -> Event:
+        """Append one event durably (one os.write of the whole line, then fsync) and return it.
+
+        `now`: ISO-8601 UTC string (or aware datetime). Raises ValueError for an unknown kind or a
+        bad timestamp, CanonicalError for data without a JSON form, LedgerError
+        `ledger.concurrent_write` when the file changed under this writer and `ledger.write_failed`
+        when the disk refused the write (the log then refuses further appends).
+        """
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"unknown event kind {kind!r}; known: {sorted(EVENT_KINDS)}")
+        if self._failed:
+            raise LedgerError("ledger.write_failed", f"an earlier append to {self.path} failed: {self._failed}")
+        line = encode_event(len(self._events), format_ts(now), kind, self.last_digest, data)
+        event = _parse_line(line, len(self._events) + 1, len(self._events), self.last_digest)
+        fd = self._writer()
+        if os.fstat(fd).st_size != self._size:
+            raise LedgerError(
+                "ledger.concurrent_write",
+                f"{self.path} changed under this writer (another process wrote to it)",
+                "only the process holding the run lock may write the ledger",
+            )
+        self._write_line(fd, line + b"\n")
+        self._events.append(event)
+        self._size += len(line) + 1
+        return event
+
+    def _write_line(self, fd: int, payload: bytes) -> None:
+        try:
+            written = os.write(fd, payload)
+            if written != len(payload):
+                raise OSError(f"short write: {written} of {len(payload)} bytes")
+            os.fsync(fd)
+        except OSError as err:
+            self._failed = str(err)
+            raise LedgerError(
+                "ledger.write_failed",
+                f"could not append to {self.path}: {err}",
+                "free disk space, then resume the run explicitly (a torn line is repaired)",
+            ) from err
+
+    def _writer(self) -> int:
+        if self._fd is None:
+            created = not os.path.lexists(self.path)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            self._fd = os.open(self.path, flags, FILE_MODE)
+            if created:
+                fsync_dir(self.path.parent)
+        return self._fd
+
+    def close(self) -> None:
+        """Close the write descriptor (appending again reopens it)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _truncate(path: Path, size: int) -> None:
+    """Cut the file at `path` to `size` bytes and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,80 @@
+"""Human renderings of command results (rich). Each takes the same dict `--json` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def fmt_num(value: float | None, digits: int = 4) -> str:
+    """A number for a table cell: `-` for None, else `digits` significant digits."""
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def fmt_interval(interval: list[float] | tuple[float, float] | None, digits: int = 3) -> str:
+    """`[low, high]` for a table cell, `-` for None."""
+    if not interval:
+        return "-"
+    return f"[{interval[0]:.{digits}g}, {interval[1]:.{digits}g}]"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value: `-`, or 3 significant digits (scientific below 0.001)."""
+    if p is None:
+        return "-"
+    return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
+
+
+def render_check(out: Console, r: dict[str, Any]) -> None:
+    """`ratchet check` for people: target, scope, agent, gate levels, budget, sandbox, warnings."""
+    t = r["target"]
+    out.print(f"[bold]contract[/] {r['contract']}  [dim]{r['digest'][:19]}[/]")
+    out.print(f"[bold]campaign[/] {r['campaign']['name']} (seed {r['campaign']['seed']})")
+    if t["kind"] == "benchmark":
+        out.print(
+            f"[bold]target[/]   benchmark: `{t['command']}` -> {t['metric']} ({t['direction']}), "
+            f"seed in ${t['seed_env']}, timeout {t['timeout_s']:g} s, cache {'on' if t['cache'] else 'off'}"
+        )
+    else:
+        out.print(f"[bold]target[/]   examples: {t['examples']} -> `python3 {t['solution']}`, split {t['split']}")
+    if "examples" in r:
+        e = r["examples"]
+        out.print(
+            f"           {e['total']} examples ({e['duplicates_dropped']} duplicates dropped): "
+            f"dev {e['dev']}, val {e['val']}, test {e['test']}"
+        )
+    s = r["scope"]
+    out.print(f"[bold]scope[/]    allowed {s['allowed']}, protected {s['protected']}, hidden {s['hidden']}")
+    out.print(f"[bold]agent[/]    {r['agent']['kind']}")
+    g = r["gate"]
+    out.print(
+        f"[bold]gate[/]     alpha {g['alpha']} ({g['multiplicity']}), looks {g['units']}, "
+        f"min_effect {g['min_effect']} / rel {g['min_effect_rel']}, confirm {g['confirm']}, holdout {g['holdout_size']} units"
+    )
+    table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)", "reachable")
+    rows = g["levels"]
+    shown = rows if len(rows) <= 6 else rows[:3] + rows[-3:]
+    for row in shown:
+        incs = row["increments"]
+        table.add_row(
+            str(row["trial"]), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]), fmt_p(row["min_p"]),
+            "yes" if row["reachable"] else "[red]no[/]",
+        )
+    out.print(table)
+    b = r["budget"]
+    w = b["worst_case_units"]
+    out.print(
+        f"[bold]budget[/]   attempts {b['max_attempts']}, evaluations {b['max_evaluations'] or 'unlimited'}, "
+        f"cpu h {b['max_cpu_hours'] or 'unlimited'}, wall {b['max_wall_s'] or 'unlimited'} s; worst case "
+        f"{w['per_trial']} job-units per trial, {w['holdout']} for the holdout, {w['run']} for the run"
+    )
+    sb = r["sandbox"]
+    out.print(f"[bold]sandbox[/]  mode {sb['mode']} -> {sb['resolved']} ({sb['detail']}), network {sb['network']}")
+    for problem in r["unsupported"]:
+        out.print(f"[red]not supported yet[/]: {problem['message']}")
+    for warning in r["warnings"]:
+        out.print(f"[yellow]warning[/]: {warning}")
+    if not r["unsupported"]:
+        out.print("[green]contract OK[/]")
