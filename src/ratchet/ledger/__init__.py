@@ -1,1 +1,66 @@
-"""ledger package."""
+"""The ledger: the run's append-only event log and everything derived from it or stored beside it.
+
+- events.py: the hash-chained events.jsonl (EventLog, read_events, the closed EVENT_KINDS list)
+- reducer.py: the pure fold of events into a RunState
+- index.py: the derived, rebuildable index.sqlite
+- blobs.py: content-addressed files under blobs/
+- lock.py: one writer per run (flock), is_locked for status
+- rundir.py: the run directory layout (DESIGN.md §7), run ids, .git/info/exclude
+- files.py: exclusive writes (O_EXCL|O_NOFOLLOW temp, fsync, rename)
+"""
+
+from ratchet.ledger.blobs import BlobStore
+from ratchet.ledger.events import (
+    EVENT_KINDS,
+    GENESIS_PREV,
+    Event,
+    EventKind,
+    EventLog,
+    LedgerLineError,
+    read_events,
+    scan_events,
+    scan_log,
+)
+from ratchet.ledger.files import write_exclusive
+from ratchet.ledger.index import Index
+from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
+from ratchet.ledger.reducer import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
+from ratchet.ledger.rundir import (
+    RunDir,
+    ensure_ratchet_dir,
+    latest_run,
+    list_runs,
+    new_run_id,
+    open_run,
+)
+
+__all__ = [
+    "EVENT_KINDS",
+    "GENESIS_PREV",
+    "AttemptState",
+    "BlobStore",
+    "BudgetUsed",
+    "Champion",
+    "Event",
+    "EventKind",
+    "EventLog",
+    "Index",
+    "Judgment",
+    "LedgerLineError",
+    "RunDir",
+    "RunLock",
+    "RunState",
+    "TreeRef",
+    "acquire_lock",
+    "ensure_ratchet_dir",
+    "fold",
+    "is_locked",
+    "latest_run",
+    "list_runs",
+    "new_run_id",
+    "open_run",
+    "read_events",
+    "scan_events",
+    "scan_log",
+    "write_exclusive",
+]

@@ -30,7 +30,7 @@ class BlobStore:
         """The file of blob `digest`. Raises LedgerError `ledger.bad_digest` for a malformed digest."""
         if not isinstance(digest, str) or not is_digest(digest):
             raise LedgerError("ledger.bad_digest", f"{digest!r} is not a sha256:<64 hex> digest")
-        return self.root / digest[len(DIGEST_PREFIX):]
+        return self.root / digest[len(DIGEST_PREFIX) :]
 
     def has(self, digest: str) -> bool:
         """True when a file for `digest` exists (its content is not checked)."""

@@ -69,7 +69,9 @@ GENESIS_PREV = "sha256:" + "0" * 64
 LINE_FIELDS = frozenset({"seq", "ts", "kind", "prev", "data"})
 """The keys of one event line, exactly."""
 
-TORN_HINT = "an explicit `ratchet run --resume RUN_ID` truncates the torn line and records a ledger.repaired event"
+TORN_HINT = (
+    "an explicit `ratchet run --resume RUN_ID` truncates the torn line and records a ledger.repaired event"
+)
 TAMPER_HINT = "events.jsonl was changed after it was written; restore it from a backup or start a new run"
 
 
@@ -152,14 +154,15 @@ def _parse_line(line: bytes, line_no: int, seq: int, prev: str) -> Event:
     _check_fields(obj, line_no)
     try:
         canonical = canonical_bytes(obj)
-    except CanonicalError as err:
-        raise _malformed(line_no, err.message) from None
+    except (CanonicalError, ValueError) as err:  # rfc8785 refuses integers beyond 2**53
+        raise _malformed(line_no, f"no canonical JSON form: {err}") from None
     if canonical != line:
         raise _malformed(line_no, "not in canonical JSON form")
     if obj["seq"] != seq:
         raise LedgerLineError(
             "ledger.seq_gap",
-            f"events.jsonl line {line_no} has seq {obj['seq']}, expected {seq}: events are missing or reordered",
+            f"events.jsonl line {line_no} has seq {obj['seq']}, expected {seq}: "
+            "events are missing or reordered",
             line_no,
             TAMPER_HINT,
         )
@@ -212,17 +215,36 @@ def torn_error(torn: Torn) -> LedgerLineError:
     )
 
 
+def _read_raw(path: str | os.PathLike[str], missing_ok: bool) -> bytes:
+    """The bytes of the log file; b"" when missing and `missing_ok`. Raises LedgerError
+    `ledger.missing`, or `ledger.unreadable` for a symlink, FIFO or unreadable file."""
+    try:
+        return read_nofollow(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return b""
+        raise LedgerError(
+            "ledger.missing", f"{os.fspath(path)} does not exist", "is this a run directory?"
+        ) from None
+    except OSError as err:
+        raise LedgerError(
+            "ledger.unreadable", f"{os.fspath(path)} cannot be read as a regular file: {err}"
+        ) from None
+
+
+def scan_log(path: str | os.PathLike[str]) -> tuple[list[Event], Torn | None]:
+    """Like read_events, but a torn last line is returned instead of raised (for `status`, which
+    shows what is complete). Raises every other error of read_events."""
+    return scan_events(_read_raw(path, missing_ok=False))
+
+
 def read_events(path: str | os.PathLike[str]) -> list[Event]:
     """Read and verify every event of the events.jsonl at `path` (never follows a symlink).
 
-    Raises LedgerError `ledger.missing` when the file does not exist, LedgerLineError
-    `ledger.torn` / `ledger.malformed` / `ledger.seq_gap` / `ledger.broken_chain` otherwise.
+    Raises LedgerError `ledger.missing` / `ledger.unreadable`, or LedgerLineError `ledger.torn` /
+    `ledger.malformed` / `ledger.seq_gap` / `ledger.broken_chain`.
     """
-    try:
-        raw = read_nofollow(path)
-    except FileNotFoundError:
-        raise LedgerError("ledger.missing", f"{os.fspath(path)} does not exist", "is this a run directory?") from None
-    events, torn = scan_events(raw)
+    events, torn = scan_events(_read_raw(path, missing_ok=False))
     if torn is not None:
         raise torn_error(torn)
     return events
@@ -242,18 +264,18 @@ class EventLog:
         self._failed: str | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, repair: bool = False, now: str | None = None) -> EventLog:
+    def open(
+        cls, path: str | os.PathLike[str], *, repair: bool = False, now: str | dt.datetime | None = None
+    ) -> EventLog:
         """Read and verify the log at `path` (missing: an empty log, created on first append).
 
         A torn last line raises `ledger.torn` unless `repair` is true; then it is truncated and a
         `ledger.repaired` {"line", "truncated_bytes"} event is appended with timestamp `now`
-        (required for a repair: ValueError without it). Other defects always raise (see scan_events).
+        (required for a repair: ValueError without it). Other defects always raise (see
+        read_events for the codes).
         """
         path = Path(path)
-        try:
-            raw = read_nofollow(path)
-        except FileNotFoundError:
-            raw = b""
+        raw = _read_raw(path, missing_ok=True)
         events, torn = scan_events(raw)
         if torn is None:
             return cls(path, events, len(raw))
@@ -285,16 +307,24 @@ class EventLog:
         """Append one event durably (one os.write of the whole line, then fsync) and return it.
 
         `now`: ISO-8601 UTC string (or aware datetime). Raises ValueError for an unknown kind or a
-        bad timestamp, CanonicalError for data without a JSON form, LedgerError
+        bad timestamp, CanonicalError for data without a JSON form or that would not read back as
+        written (an integral float >= 2**53), nothing being written then; LedgerError
         `ledger.concurrent_write` when the file changed under this writer and `ledger.write_failed`
         when the disk refused the write (the log then refuses further appends).
         """
         if kind not in EVENT_KINDS:
             raise ValueError(f"unknown event kind {kind!r}; known: {sorted(EVENT_KINDS)}")
         if self._failed:
-            raise LedgerError("ledger.write_failed", f"an earlier append to {self.path} failed: {self._failed}")
+            raise LedgerError(
+                "ledger.write_failed", f"an earlier append to {self.path} failed: {self._failed}"
+            )
         line = encode_event(len(self._events), format_ts(now), kind, self.last_digest, data)
-        event = _parse_line(line, len(self._events) + 1, len(self._events), self.last_digest)
+        try:
+            event = _parse_line(line, len(self._events) + 1, len(self._events), self.last_digest)
+        except LedgerLineError as err:  # e.g. a float 2.0**53 is written as an integer JSON cannot hold
+            raise CanonicalError(
+                "canonical.no_round_trip", f"{kind} data would not read back as written: {err.message}"
+            ) from None
         fd = self._writer()
         if os.fstat(fd).st_size != self._size:
             raise LedgerError(

@@ -219,8 +219,13 @@ class _Folder:
         )
 
     def on_run_resumed(self, d: Mapping[str, Any]) -> None:
-        self.set(state="running", stop_reason=None, stop_budget=None, stop_detail=None,
-                 sessions=self.state.sessions + 1)
+        self.set(
+            state="running",
+            stop_reason=None,
+            stop_budget=None,
+            stop_detail=None,
+            sessions=self.state.sessions + 1,
+        )
 
     def on_attempt_started(self, d: Mapping[str, Any]) -> None:
         number = d.get("attempt")

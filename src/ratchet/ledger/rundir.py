@@ -131,7 +131,9 @@ def open_run(project_root: str | os.PathLike[str], run_id: str | None = None) ->
     """
     run_id = latest_run(project_root) if run_id is None else check_run_id(run_id)
     if run_id is None:
-        raise DataError("run.not_found", f"no runs in {runs_dir(project_root)}", "start one with `ratchet run`")
+        raise DataError(
+            "run.not_found", f"no runs in {runs_dir(project_root)}", "start one with `ratchet run`"
+        )
     run = RunDir(Path(project_root), run_id)
     if not run.exists():
         raise DataError("run.not_found", f"run {run_id} does not exist in {runs_dir(project_root)}")
@@ -167,7 +169,7 @@ def _git_dir(project_root: Path) -> Path | None:
     text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
     if not text.startswith("gitdir:"):
         return None
-    git_dir = (project_root / text[len("gitdir:"):].strip()).resolve()
+    git_dir = (project_root / text[len("gitdir:") :].strip()).resolve()
     common = git_dir / "commondir"
     if common.is_file():
         git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
