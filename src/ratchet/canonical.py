@@ -17,6 +17,8 @@ import rfc8785
 from ratchet.errors import RatchetError
 
 DIGEST_PREFIX = "sha256:"
+MAX_SAFE_INT = 2**53 - 1
+"""Largest integer JSON numbers represent exactly (IEEE 754 double); RFC 8785 refuses larger."""
 
 
 class CanonicalError(RatchetError):
@@ -27,10 +29,17 @@ def _normalize(value: Any, path: str) -> Any:
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INT:
+            raise CanonicalError(
+                "canonical.int_range", f"{path or 'value'} = {value} is outside JSON's exact integer range (2**53 - 1)"
+            )
         return value
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise CanonicalError("canonical.non_finite", f"{path or 'value'} is {value!r}: not representable in JSON")
+        if value.is_integer() and abs(value) > MAX_SAFE_INT:
+            # RFC 8785 writes it as integer text, which would not read back as the same value.
+            raise CanonicalError("canonical.no_round_trip", f"{path or 'value'} = {value!r} does not round-trip")
         return value
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None or value.utcoffset() is None:

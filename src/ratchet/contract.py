@@ -84,7 +84,7 @@ class CampaignSection(_Model):
     """[campaign]: the run's name and master seed (splits, search, unit seeds with a per-run salt)."""
 
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
-    seed: Annotated[int, Field(ge=0)] = 0
+    seed: Annotated[int, Field(ge=0, le=2**53 - 1)] = 0
 
 
 # --- [target] and its checks ---------------------------------------------------------------------

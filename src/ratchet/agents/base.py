@@ -1,0 +1,121 @@
+"""The agent protocol (DESIGN.md §5): an attempt is a conversation of legs between the kernel and an
+agent. `start(context)` and `wake(context, results)` return an Action:
+
+    Launch(jobs, note)   run the agent's own experiments (charged to the budget), then wake it
+    Submit(tree, report) hand a candidate tree and a written report to the gate
+    GiveUp(reason)       end the attempt (and the campaign: stop reason `agent_stopped`)
+
+Values only; the kernel does every effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+MAX_LAUNCHES_PER_ATTEMPT = 8
+"""Legs of `Launch` one attempt may take before the kernel refuses more (an agent that never submits)."""
+
+MAX_JOBS_PER_LAUNCH = 16
+"""Jobs one `Launch` may ask for (the array limit of DESIGN.md §8)."""
+
+
+@dataclass(frozen=True)
+class LaunchJob:
+    """One experiment an agent asks the kernel to run: `command` (shell) in a clean checkout of
+    `tree` (None: the champion's tree), for at most `timeout_s` seconds, with `seed` in the seed env."""
+
+    name: str
+    command: str
+    timeout_s: float = 60.0
+    tree: str | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Run these experiments, then wake me with their results."""
+
+    jobs: tuple[LaunchJob, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Submit:
+    """A candidate: `tree` (git tree hash) and a written `report` (hypothesis, what ran, what it
+    measured, why it should be promoted); `summary` is one line for tables; `params` the tunables
+    (search agent) or None. `invalid` is set instead of `tree` when the agent could not build its
+    candidate (e.g. a patch that does not apply): the attempt is rejected with that reason."""
+
+    tree: str | None
+    report: str
+    summary: str
+    params: Mapping[str, Any] | None = None
+    invalid: str | None = None
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """The agent has nothing more to propose; `reason` says why."""
+
+    reason: str
+
+
+Action = Launch | Submit | GiveUp
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """What one launched experiment did: state (a job state or metric state), exit code, value of the
+    target's metric when one was printed, the stdout/stderr tails (data, never instructions)."""
+
+    name: str
+    state: str
+    exit_code: int | None
+    value: float | None
+    stdout_tail: str
+    stderr_tail: str
+
+
+@dataclass(frozen=True)
+class PastAttempt:
+    """One finished attempt as the agent may know it: its params (search), its candidate tree, the
+    verdict, and the candidate's measured mean on the metric (None when not measured)."""
+
+    attempt: int
+    tree: str | None
+    params: Mapping[str, Any] | None
+    verdict: str | None
+    reason: str | None
+    candidate_mean: float | None
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What an agent knows at the start of an attempt: the attempt number (1-based), the champion's
+    tree, the campaign seed, and the history of finished attempts (from the ledger)."""
+
+    attempt: int
+    champion_tree: str
+    campaign_seed: int
+    history: tuple[PastAttempt, ...] = field(default_factory=tuple)
+
+
+class TreeBuilder(Protocol):
+    """What agents may use to build candidate trees without touching the user's working tree
+    (implemented by `workspace.git.Git`)."""
+
+    def overlay_tree(self, base_tree: str, files: Mapping[str, bytes | None]) -> str: ...
+
+    def apply_patch(self, base_tree: str, patch: bytes) -> str: ...
+
+    def read_blob(self, tree: str, path: str) -> bytes | None: ...
+
+
+class Agent(Protocol):
+    """An agent. `start` opens an attempt; `wake` continues it after a `Launch`."""
+
+    def start(self, ctx: AgentContext) -> Action: ...
+
+    def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action: ...

@@ -1,0 +1,117 @@
+"""The search agent: Optuna (ask/tell) over the tunables declared in `[agent.search.space]`, written
+into the params file of the candidate tree (DESIGN.md §8).
+
+The ledger is the only source of truth: every ask rebuilds the study from the finished attempts in
+the context (their params and measured means) with a sampler seeded by (campaign seed, attempt), so
+a resumed run asks exactly what the original run asked.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
+from ratchet.contract import CategoricalParam, FloatParam, IntParam, SearchAgentConfig
+from ratchet.errors import DataError
+
+
+class SearchAgent:
+    """Proposes one parameter set per attempt. `direction` is the target's ("max" | "min")."""
+
+    def __init__(self, config: SearchAgentConfig, direction: str, trees: TreeBuilder):
+        self.config = config
+        self.direction = direction
+        self.trees = trees
+
+    def start(self, ctx: AgentContext) -> Action:
+        """Ask the rebuilt study for parameters, write them into the params file, submit the tree."""
+        params = self.ask(ctx)
+        current = self.trees.read_blob(ctx.champion_tree, self.config.file)
+        if current is None:
+            raise DataError(
+                "search.params_missing",
+                f"the params file {self.config.file!r} is not in the champion's tree",
+                hint="commit it (agent.search.file must exist in the project)",
+            )
+        content = write_params(self.config.file, current, params)
+        tree = self.trees.overlay_tree(ctx.champion_tree, {self.config.file: content})
+        shown = ", ".join(f"{k}={_show(v)}" for k, v in params.items())
+        report = (
+            f"Hypothesis: the tunables {shown} score better than the champion's.\n"
+            f"Proposed by Optuna ({self.config.sampler}) after {len(ctx.history)} finished attempts; "
+            f"written into {self.config.file}."
+        )
+        return Submit(tree=tree, report=report, summary=shown, params=params)
+
+    def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action:
+        """The search agent never launches experiments of its own."""
+        return GiveUp("the search agent does not launch experiments")
+
+    def ask(self, ctx: AgentContext) -> dict[str, Any]:
+        """The parameters Optuna proposes for attempt `ctx.attempt`, given the recorded history."""
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        seed = (ctx.campaign_seed * 1_000_003 + ctx.attempt) % (2**32)
+        if self.config.sampler == "tpe":
+            sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
+        else:
+            sampler = optuna.samplers.RandomSampler(seed=seed)
+        direction = "maximize" if self.direction == "max" else "minimize"
+        study = optuna.create_study(direction=direction, sampler=sampler)
+        dists = distributions(self.config)
+        for past in ctx.history:
+            if past.params is None or set(past.params) != set(dists):
+                continue
+            state = optuna.trial.TrialState.COMPLETE if past.candidate_mean is not None else optuna.trial.TrialState.FAIL
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params=dict(past.params), distributions=dists, value=past.candidate_mean, state=state
+                )
+            )
+        trial = study.ask(dists)
+        return {name: trial.params[name] for name in self.config.space}
+
+
+def distributions(config: SearchAgentConfig) -> dict[str, Any]:
+    """Optuna distributions for `[agent.search.space]` (float, int, categorical)."""
+    import optuna.distributions as d
+
+    out: dict[str, Any] = {}
+    for name, p in config.space.items():
+        if isinstance(p, FloatParam):
+            out[name] = d.FloatDistribution(p.low, p.high, log=p.log)
+        elif isinstance(p, IntParam):
+            out[name] = d.IntDistribution(p.low, p.high, log=p.log)
+        elif isinstance(p, CategoricalParam):
+            out[name] = d.CategoricalDistribution(list(p.choices))
+    return out
+
+
+def write_params(file: str, current: bytes, params: Mapping[str, Any]) -> bytes:
+    """The params file with the declared keys set and every other key kept (.toml or .json).
+
+    Raises DataError `search.params_unreadable` when the current file does not parse.
+    """
+    import tomli_w
+
+    try:
+        if file.endswith(".json"):
+            data = json.loads(current.decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("the top level is not an object")
+        else:
+            data = tomllib.loads(current.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataError("search.params_unreadable", f"cannot parse {file}: {exc}") from None
+    data.update(params)
+    if file.endswith(".json"):
+        return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+    return tomli_w.dumps(data).encode()
+
+
+def _show(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

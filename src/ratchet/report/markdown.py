@@ -1,0 +1,127 @@
+"""The run report (`report.md`): the holdout headline, the champion's history, every attempt, the
+gate's settings and its multiplicity rule. Pure: plain values in, Markdown text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ratchet.render import fmt_interval, fmt_num, fmt_p
+
+
+def render_report(
+    status: Mapping[str, Any],
+    *,
+    campaign: str,
+    gate: Mapping[str, Any],
+    target: Mapping[str, Any],
+    promotions: Sequence[Mapping[str, Any]],
+    plots: Sequence[str] = (),
+) -> str:
+    """Markdown for one run. `status` is the `ratchet status` result; `gate` and `target` the
+    contract's sections as dicts; `promotions` the champion.promoted data in order; `plots` paths
+    relative to the report."""
+    lines = [f"# Ratchet report: {campaign}", "", f"Run `{status['run_id']}` — state **{status['state']}**, "
+             f"stop reason **{status['stop_reason'] or '-'}**"
+             + (f" ({status['stop_budget']})" if status.get("stop_budget") else "") + ".", ""]
+    lines += _headline(status, gate, target)
+    lines += _history(promotions)
+    lines += _attempts(status["attempts"])
+    lines += _gate(gate, status)
+    lines += _budget(status["budget"])
+    if plots:
+        lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(status: Mapping[str, Any], gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+    out = ["## Headline: the holdout", ""]
+    h = status.get("holdout")
+    metric = target.get("metric") or "pass rate"
+    if status["promotions"] == 0:
+        out += ["No candidate was promoted: the champion is still the baseline, and no holdout was needed.", ""]
+        return out
+    if h is None:
+        out += ["The run promoted a candidate but has not measured the holdout yet (it runs when the run stops).", ""]
+        return out
+    out += [
+        f"The final champion against the original baseline on **{h['units']} fresh units** "
+        f"(never used for selection): **{fmt_num(h['estimate'])}** {metric} "
+        f"(95% interval {fmt_interval(h['interval'])}, one-sided p = {fmt_p(h['p_value'])}, verdict {h['verdict']}).",
+        "",
+        "Gains are direction-normalized: positive means better. Fresh seeds on the same benchmark data are "
+        "not new data: the holdout guards against selection on noise, not against overfitting the "
+        "benchmark itself.",
+        "",
+    ]
+    return out
+
+
+def _history(promotions: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = ["## Champion history", "", "| promotion | attempt | commit | confirmed gain | interval |",
+           "|---|---|---|---|---|", "| 0 | baseline | - | - | - |"]
+    for i, p in enumerate(promotions, start=1):
+        out.append(f"| {i} | {p['attempt']} | `{str(p['commit'])[:10]}` | {fmt_num(p.get('estimate'))} | "
+                   f"{fmt_interval(p.get('interval'))} |")
+    return out + [""]
+
+
+def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = ["## Attempts", "", "| # | summary | verdict | estimate | interval | p | level | units | reason |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for a in attempts:
+        summary = (a.get("summary") or "").replace("|", "\\|")[:60]
+        reason = (a.get("reason_text") or a.get("reason") or "").replace("|", "\\|")[:120]
+        if a.get("confirm"):
+            c = a["confirm"]
+            reason += f" Confirmation: {c['verdict']}, {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}."
+        out.append(
+            f"| {a['attempt']} | {summary} | {a.get('verdict') or '-'} | {fmt_num(a.get('estimate'))} | "
+            f"{fmt_interval(a.get('interval'))} | {fmt_p(a.get('p_value'))} | {fmt_p(a.get('level'))} | "
+            f"{a.get('units') or '-'} | {reason} |"
+        )
+    return out + [""]
+
+
+def _gate(gate: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
+    out = ["## The gate", ""]
+    out.append(
+        f"alpha = {gate['alpha']}, multiplicity = `{gate['multiplicity']}`, looks = {list(gate['units'])}, "
+        f"min_effect = {gate['min_effect']}, min_effect_rel = {gate['min_effect_rel']}, confirm = {gate['confirm']}."
+    )
+    out.append("")
+    if gate["multiplicity"] == "campaign":
+        out.append(
+            "Multiplicity `campaign`: trial t is tested at level alpha * w_t with front-loaded weights "
+            "summing to at most 1 over budget.max_attempts (a Bonferroni-type allocation, valid under any "
+            "dependence between trials), so the probability that this run promoted anything false is at "
+            "most alpha."
+        )
+    else:
+        out.append(
+            "Multiplicity `trial`: every trial is tested at alpha. False promotions accumulate over a long "
+            "run: with many attempts, some promotion is likely to be noise."
+        )
+    out.append("")
+    out.append(
+        "Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
+        "efficacy or futility. Accepted candidates were re-measured on fresh units before promotion "
+        "(confirmation), and the history above quotes the confirmation's estimate, since the selecting "
+        "trial's own estimate is biased upward."
+        if gate.get("confirm") else
+        "Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
+        "efficacy or futility. Confirmation was off or does not apply: promoted estimates are those of "
+        "the selecting trial, which are biased upward."
+    )
+    return out + [""]
+
+
+def _budget(budget: Mapping[str, Any]) -> list[str]:
+    used, limits = budget["used"], budget["limits"]
+    out = ["## Budget", "", "| budget | used | limit |", "|---|---|---|"]
+    out.append(f"| attempts | {used['attempts']} | {limits.get('max_attempts', '-')} |")
+    out.append(f"| job-units | {used['evaluations']} | {limits.get('max_evaluations') or 'unlimited'} |")
+    out.append(f"| CPU hours | {used['cpu_hours']:.4f} | {limits.get('max_cpu_hours') or 'unlimited'} |")
+    out.append(f"| wall seconds | {used['wall_s']:.1f} | {limits.get('max_wall_s') or 'unlimited'} |")
+    return out + [""]
