@@ -59,7 +59,8 @@ def gate_summary(contract: Contract) -> dict[str, Any]:
 
     gate = contract.gate
     kind = "binary" if contract.target.kind == "examples" else "continuous"
-    rows = level_schedule(gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(gate.units), kind)
+    rows = [r.to_json() for r in level_schedule(
+        gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(gate.units), kind, gate.min_effect)]
     warnings = []
     unreachable = [r for r in rows if not r["reachable"]]
     if unreachable:
@@ -67,7 +68,13 @@ def gate_summary(contract: Contract) -> dict[str, Any]:
         warnings.append(
             f"from trial {first['trial']} on, the level ({first['level']:.2g}) is below the smallest p-value "
             f"the exact test can produce with gate.units = {list(gate.units)} "
-            f"({first['min_p']:.2g}): those trials can never accept; add units or lower budget.max_attempts"
+            f"({first['min_p_last']:.2g}): those trials can never accept; add units or lower budget.max_attempts"
+        )
+    late = [r for r in rows if r["reachable"] and not r["reachable_first"]]
+    if late:
+        warnings.append(
+            f"from trial {late[0]['trial']} on, the first look ({gate.units[0]} units) cannot stop for efficacy "
+            "(its threshold is below the smallest p-value it can produce): those trials run at least two looks"
         )
     return {
         **gate.model_dump(),

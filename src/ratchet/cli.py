@@ -59,11 +59,11 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
             "hint": "re-run with --debug and report the traceback",
         }
         _fail(command, as_json, debug, error, EXIT_INTERNAL)
+    code = result.pop("_exit_code", 0)
     if as_json:
-        print(json.dumps({"ok": True, "command": command, "result": result, "error": None}, default=str))
+        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": None}, default=str))
     else:
         render(result)
-    code = result.get("_exit_code", 0) if isinstance(result, dict) else 0
     if code:
         raise typer.Exit(code)
 
@@ -122,6 +122,111 @@ def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugO
     from ratchet.render import render_check
 
     execute("check", as_json, debug, lambda: check_report(directory), lambda r: render_check(out, r))
+
+
+@app.command()
+def run(
+    directory: DirArg = Path("."),
+    resume: Annotated[str | None, typer.Option("--resume", help="Continue the interrupted run RUN_ID.")] = None,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Run the campaign: attempts until a stop reason, promoting only what the gate accepts."""
+    from ratchet.session import run_project
+    from ratchet.ui import LogUI, RichUI
+
+    ui = LogUI(err) if as_json else RichUI(err)
+    execute("run", as_json, debug, lambda: run_project(directory, resume, ui), _render_run)
+
+
+def _render_run(r: dict[str, Any]) -> None:
+    from ratchet.render import fmt_interval, fmt_num, fmt_p
+
+    out.print(f"run [bold]{r['run_id']}[/] stopped: [bold]{r['stop_reason']}[/]"
+              + (f" ({r['budget']})" if r.get("budget") else ""))
+    h = r.get("holdout")
+    if h:
+        out.print(f"holdout (final champion vs baseline, {h['units']} fresh units): "
+                  f"[bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])} p {fmt_p(h['p_value'])}")
+    else:
+        out.print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
+                  if not r["promotions"] else f"promotions: {r['promotions']}")
+    if r.get("branch"):
+        out.print(f"champion branch: {r['branch']}")
+    if r.get("resume"):
+        out.print(f"resume with: {r['resume']}")
+    out.print(f"report: {r['report']}")
+
+
+@app.command()
+def status(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Show a run's state, champion, budget and attempts."""
+    from ratchet.runs import run_status
+
+    execute("status", as_json, debug, lambda: run_status(directory, run_id), _render_status)
+
+
+def _render_status(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from ratchet.render import fmt_interval, fmt_num, fmt_p
+
+    out.print(f"run [bold]{r['run_id']}[/]: {r['state']}" + (f" ({r['stop_reason']})" if r["stop_reason"] else ""))
+    c = r["champion"]
+    out.print(f"champion: {('attempt ' + str(c['attempt'])) if c['attempt'] else 'baseline'} "
+              f"commit {str(c['commit'])[:10]} estimate {fmt_num(c['estimate'])}; promotions {r['promotions']}")
+    used, limits = r["budget"]["used"], r["budget"]["limits"]
+    out.print(f"budget: attempts {used['attempts']}/{limits.get('max_attempts')}, job-units {used['evaluations']}, "
+              f"cpu h {used['cpu_hours']:.3f}, wall {used['wall_s']:.0f}s")
+    table = Table("#", "summary", "verdict", "reason", "estimate", "interval", "p", "units")
+    for a in r["attempts"]:
+        table.add_row(str(a["attempt"]), (a.get("summary") or "")[:40], str(a["verdict"] or "-"),
+                      str(a["reason"] or "-"), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
+                      fmt_p(a["p_value"]), str(a["units"] or "-"))
+    out.print(table)
+    for w in r.get("warnings", []):
+        err.print(f"[yellow]warning[/]: {w}")
+
+
+@app.command()
+def report(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Re-render a run's report.md (and its plots) from its ledger."""
+    from ratchet.ledger.rundir import open_run
+    from ratchet.runs import write_report
+
+    def work() -> dict[str, Any]:
+        run = open_run(directory, run_id)
+        return {"run_id": run.run_id, "report": str(write_report(run))}
+
+    execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
+
+
+def _not_built(name: str) -> Callable[..., None]:
+    def command(as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
+        from ratchet.errors import UnsupportedError
+
+        def work() -> dict[str, Any]:
+            raise UnsupportedError(f"unsupported.{name}", f"`ratchet {name}` is not built yet in this version",
+                                   hint="see DESIGN.md §9 for what it will do")
+
+        execute(name, as_json, debug, work, lambda r: None)
+
+    command.__doc__ = f"(not built yet) `ratchet {name}`."
+    return command
+
+
+for _name in ("verify", "calibrate", "watch"):
+    app.command(name=_name)(_not_built(_name))
 
 
 def main() -> None:

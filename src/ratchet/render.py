@@ -59,7 +59,7 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     for row in shown:
         incs = row["increments"]
         table.add_row(
-            str(row["trial"]), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]), fmt_p(row["min_p"]),
+            str(row["trial"]), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]), fmt_p(row["min_p_first"]),
             "yes" if row["reachable"] else "[red]no[/]",
         )
     out.print(table)

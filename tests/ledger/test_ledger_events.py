@@ -296,7 +296,7 @@ def test_data_that_would_not_read_back_is_refused_before_writing(run_dir):
 
 
 finite_floats = st.floats(allow_nan=False, allow_infinity=False).filter(
-    lambda f: not (f.is_integer() and 2**53 <= abs(f) < 1e21)  # refused by append, tested above
+    lambda f: not (f.is_integer() and abs(f) > 2**53 - 1)  # refused by canonical_bytes, tested above
 )
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | finite_floats | st.text(max_size=20),

@@ -1,0 +1,353 @@
+"""The local executor: a pool of at most `max_parallel` jobs run as processes on this machine.
+
+Each job runs in a new session (its own process group) with exactly its allow-listed environment
+plus HOME and TMPDIR pointing at its private scratch directory `jobs_dir/<job_id>/scratch` (removed
+when the job ends). stdout and stderr stream to `jobs_dir/<job_id>/stdout|stderr`, capped at
+`spec.output_cap_bytes` each (the rest is read and dropped, so a job printing 100 MB costs the
+kernel no memory); `result.json` is written when the job ends.
+
+At the timeout (or on `cancel`) the job is stopped: SIGTERM to its process group and every other
+process of the job (see `pids.job_processes`), JOB_KILL_GRACE_S later SIGKILL to whatever is left,
+then again until nothing of the job is alive. Under the sandbox, bwrap runs the job in its own PID
+namespace, so killing bwrap kills every process inside (there, SIGTERM goes bottom-up so the job
+can clean up before bwrap's init exits). When a job ends normally, processes it left behind are
+killed too. cpu_s is the rusage of the reaped leader: the job and the descendants it waited for
+(processes killed as leftovers are not counted). `spec.resources` is not enforced locally: the
+pool's size (`max_parallel`) is the local limit.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ratchet.compute import pids
+from ratchet.compute.base import JOB_KILL_GRACE_S, JobResult, JobSpec, OnResult, OnStart
+from ratchet.compute.env import job_env  # noqa: F401  (re-exported: the executor's environment rule)
+from ratchet.compute.outcome import describe_end, make_result, not_started, unknown_result, write_result
+from ratchet.compute.sandbox import wrap_argv
+from ratchet.compute.streams import CappedOutput, ExitWatch, JobIO
+from ratchet.errors import RatchetError
+
+DRAIN_S = 2.0
+"""Seconds spent reading a job's pipes after it ended (and its leftovers were killed)."""
+
+STOP_POLL_S = 0.1
+"""Seconds between checks while a stopped job's processes die."""
+
+STOP_ROUNDS = 100
+"""SIGKILL rounds (STOP_POLL_S apart) before the kernel gives up waiting for a stopped job to die."""
+
+_JOB_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+
+
+class LocalExecutor:
+    """Runs jobs as local processes, at most `max_parallel` at a time (see the module docstring).
+
+    jobs_dir: where `<job_id>/` directories go (an existing one for the same id is replaced).
+    pid_dir: where running jobs are recorded for `pids.kill_recorded` (None: not recorded).
+    `cancel` is final: once called, every later `run` returns all jobs cancelled ("not started").
+    """
+
+    def __init__(self, jobs_dir: Path, max_parallel: int, pid_dir: Path | None = None):
+        if max_parallel < 1:
+            raise RatchetError(
+                "compute.max_parallel", f"compute.max_parallel is {max_parallel}; it must be >= 1"
+            )
+        self.jobs_dir = Path(jobs_dir)
+        self.max_parallel = max_parallel
+        self.pid_dir = Path(pid_dir) if pid_dir is not None else None
+        self._cancelled = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+
+    def cancel(self) -> None:
+        """Kill running jobs (state cancelled) and start no other. Safe from a signal handler or
+        another thread: it only sets a flag and writes one byte to a pipe."""
+        self._cancelled = True
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Release the executor's wake pipe (call when no `run` is in progress)."""
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def run(
+        self, specs: Sequence[JobSpec], on_start: OnStart | None = None, on_result: OnResult | None = None
+    ) -> list[JobResult]:
+        """Run every job; blocks until all have a result. Results come back in `specs` order;
+        `on_start`/`on_result` are called from this (the calling) thread. If this thread is
+        interrupted (KeyboardInterrupt) or a callback raises, running jobs are killed first."""
+        _check_ids(specs)
+        results: list[JobResult | None] = [None] * len(specs)
+        events: queue.Queue = queue.Queue()
+        todo = iter(list(enumerate(specs)))
+        lock = threading.Lock()
+        threads = [
+            threading.Thread(
+                target=self._worker, args=(todo, lock, events), daemon=True, name=f"ratchet-job-{i}"
+            )
+            for i in range(min(self.max_parallel, len(specs)))
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            left = len(specs)
+            while left:
+                try:
+                    kind, key, value = events.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if kind == "start" and on_start is not None:
+                    on_start(key, value)
+                elif kind == "result":
+                    results[key] = value
+                    left -= 1
+                    if on_result is not None:
+                        on_result(value)
+        except BaseException:
+            self.cancel()
+            raise
+        finally:
+            for thread in threads:
+                thread.join()
+        return [r for r in results if r is not None]
+
+    def _worker(self, todo, lock: threading.Lock, events: queue.Queue) -> None:
+        while True:
+            with lock:
+                item = next(todo, None)
+            if item is None:
+                return
+            index, spec = item
+            if self._cancelled:
+                result = not_started(spec)
+            else:
+                try:
+                    result = self._run_one(spec, events)
+                except Exception as exc:  # never leave the kernel waiting on a job that has no result
+                    result = unknown_result(spec, f"the executor failed: {type(exc).__name__}: {exc}")
+            events.put(("result", index, result))
+
+    def _run_one(self, spec: JobSpec, events: queue.Queue) -> JobResult:
+        job_dir = self.jobs_dir / spec.job_id
+        if job_dir.is_symlink():
+            job_dir.unlink()
+        elif job_dir.exists():  # a re-run (e.g. after a resume) replaces what a previous run left
+            shutil.rmtree(job_dir)
+        scratch = job_dir / "scratch"
+        scratch.mkdir(parents=True)
+        env = {**spec.env, "HOME": str(scratch.resolve()), "TMPDIR": str(scratch.resolve())}
+        argv = list(spec.argv)
+        if spec.sandbox.mode == "bwrap":
+            argv = wrap_argv(
+                argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env
+            )
+        outputs = (
+            CappedOutput(job_dir / "stdout", spec.output_cap_bytes),
+            CappedOutput(job_dir / "stderr", spec.output_cap_bytes),
+        )
+        try:
+            result = _Job(self, spec, argv, env, outputs, str(scratch.resolve())).run(events)
+        finally:
+            for out in outputs:
+                out.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+        write_result(job_dir / "result.json", result)
+        return result
+
+
+class _Job:
+    """One job's process from start to reaping (used by LocalExecutor._run_one)."""
+
+    def __init__(
+        self,
+        executor: LocalExecutor,
+        spec: JobSpec,
+        argv: list[str],
+        env: dict[str, str],
+        outputs: tuple[CappedOutput, CappedOutput],
+        marker: str,
+    ):
+        self.ex = executor
+        self.spec = spec
+        self.argv = argv
+        self.env = env
+        self.outputs = outputs
+        self.marker = marker  # the scratch path: HOME/TMPDIR of every process of this job
+        self.victims: dict[int, pids.ProcInfo] = {}
+        self.since: int | None = None
+
+    def run(self, events: queue.Queue) -> JobResult:
+        """Start the process, supervise it to its end, reap it; posts ("start", job_id, pid)."""
+        spec = self.spec
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        in_r, in_w = os.pipe() if spec.stdin_bytes is not None else (None, None)
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                self.argv,
+                cwd=spec.workdir,
+                env=self.env,
+                start_new_session=True,
+                stdin=in_r if in_r is not None else subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+            )
+        except OSError as exc:
+            for fd in (out_r, err_r, in_w):
+                if fd is not None:
+                    os.close(fd)
+            return make_result(spec, "failed", None, None, 0.0, 0.0, self.outputs, f"could not start: {exc}")
+        finally:
+            for fd in (out_w, err_w, in_r):
+                if fd is not None:
+                    os.close(fd)
+        watch = ExitWatch(proc.pid)
+        self.since = pids.process_start_time(proc.pid)
+        io = JobIO(
+            {out_r: self.outputs[0], err_r: self.outputs[1]}, in_w, spec.stdin_bytes, watch, self.ex._wake_r
+        )
+        try:
+            if self.ex.pid_dir is not None:
+                pids.record(self.ex.pid_dir, spec.job_id, proc.pid, self.marker)
+            events.put(("start", spec.job_id, proc.pid))
+            ended_by = self._supervise(io, watch, start)
+            elapsed = time.monotonic() - start
+            self._sweep(proc.pid)
+            _drain(io)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        except BaseException:
+            _kill_now(proc, watch)
+            raise
+        finally:
+            watch.close()
+            io.close_stdin()
+            os.close(out_r)
+            os.close(err_r)
+            if self.ex.pid_dir is not None:
+                pids.forget(self.ex.pid_dir, spec.job_id)
+        return self._result(status, elapsed, usage.ru_utime + usage.ru_stime, ended_by)
+
+    def _supervise(self, io: JobIO, watch: ExitWatch, start: float) -> str | None:
+        """Pump until the leader exits ("exit" -> None), the timeout ("timeout") or a cancel."""
+        deadline = start + self.spec.timeout_s
+        while not io.exited:
+            if self.ex._cancelled:
+                self._stop(io, watch)
+                return "cancel"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._stop(io, watch)
+                return "timeout"
+            io.pump(remaining)
+        return None
+
+    def _stop(self, io: JobIO, watch: ExitWatch) -> None:
+        """SIGTERM the job and all its processes; after the grace, SIGKILL until none is left."""
+        kill_at = time.monotonic() + JOB_KILL_GRACE_S
+        if self.spec.sandbox.mode == "bwrap":
+            self._term_sandboxed(io, watch.pid, time.monotonic() + JOB_KILL_GRACE_S / 2)
+        else:
+            self._signal_all(watch, signal.SIGTERM)
+        while time.monotonic() < kill_at:
+            io.pump(min(STOP_POLL_S, max(0.0, kill_at - time.monotonic())))
+            if io.exited and not self._scan(watch.pid):
+                return
+        for _ in range(STOP_ROUNDS):
+            left = self._signal_all(watch, signal.SIGKILL)
+            io.pump(STOP_POLL_S)
+            if io.exited and not left:
+                return
+
+    def _term_sandboxed(self, io: JobIO, leader: int, until: float) -> None:
+        """SIGTERM inside the sandbox, bottom-up: bwrap's init exits (and the namespace dies) as
+        soon as the command it started does, so the processes below that command get SIGTERM first
+        and the command itself once they are gone (or at `until`). bwrap is never sent SIGTERM."""
+        found = self._scan(leader)
+        inner = {p for p, info in found.items() if info.ppid == leader}
+        top = {p: info for p, info in found.items() if info.ppid in inner}
+        pids.signal_processes(
+            [i for p, i in found.items() if p not in inner and p not in top], signal.SIGTERM
+        )
+        while time.monotonic() < until and not io.exited:
+            if set(self._scan(leader)) <= inner | set(top):
+                break
+            io.pump(STOP_POLL_S)
+        pids.signal_processes(top.values(), signal.SIGTERM)
+
+    def _scan(self, leader: int) -> dict[int, pids.ProcInfo]:
+        found = pids.job_processes(leader, self.marker, self.since)
+        self.victims.update(found)
+        return found
+
+    def _signal_all(self, watch: ExitWatch, sig: int) -> int:
+        """Signal the leader, its process group and every other live process of the job; returns
+        how many processes other than the leader were alive."""
+        found = self._scan(watch.pid)
+        try:
+            os.killpg(watch.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        watch.send(sig)
+        pids.signal_processes(found.values(), sig)
+        return len(found)
+
+    def _sweep(self, leader: int) -> None:
+        """Kill what a job left behind after its leader exited (a daemon, a setsid grandchild)."""
+        for _ in range(STOP_ROUNDS):
+            left = pids.job_processes(leader, self.marker, self.since)
+            if not left:
+                return
+            pids.signal_processes(left.values(), signal.SIGKILL)
+            time.sleep(STOP_POLL_S / 10)
+
+    def _result(self, status: int, elapsed: float, cpu: float, ended_by: str | None) -> JobResult:
+        state, exit_code, sig, reason = describe_end(status, ended_by, self.spec.timeout_s, len(self.victims))
+        return make_result(self.spec, state, exit_code, sig, elapsed, cpu, self.outputs, reason)
+
+
+def _drain(io: JobIO) -> None:
+    io.close_stdin()
+    until = time.monotonic() + DRAIN_S
+    while io.streams_open and time.monotonic() < until:
+        io.pump(until - time.monotonic())
+
+
+def _kill_now(proc: subprocess.Popen, watch: ExitWatch) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    watch.send(signal.SIGKILL)
+    try:
+        _, status = os.waitpid(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    except ChildProcessError:
+        pass
+
+
+def _check_ids(specs: Sequence[JobSpec]) -> None:
+    seen: set[str] = set()
+    for spec in specs:
+        if not _JOB_ID.fullmatch(spec.job_id) or spec.job_id in (".", ".."):
+            raise RatchetError("job.bad_id", f"job id {spec.job_id!r} is not filename-safe ([A-Za-z0-9_.-])")
+        if spec.job_id in seen:
+            raise RatchetError("job.duplicate_id", f"job id {spec.job_id!r} appears twice in one run")
+        seen.add(spec.job_id)

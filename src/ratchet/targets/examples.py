@@ -1,0 +1,373 @@
+"""Examples targets: load the examples file, split it into dev / val / test, fingerprint the split,
+order val for the sequential looks, and say what a split of this size can detect (DESIGN.md §4, §6).
+
+Pure except `load_examples`, which reads one file. Every order here derives from the campaign seed
+and each example's content hash, never from line order, so reordering the file changes nothing and
+editing one example moves only that example.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ratchet.canonical import canonical_bytes, digest
+from ratchet.errors import DataError
+
+SPLITS = ("dev", "val", "test")
+"""The split names, in cut order: `dev` (agents may see), `val` (the gate measures on), `test`
+(measured once, at the end)."""
+
+REQUIRED_KEYS = ("input", "expected_output")
+OPTIONAL_KEYS = ("id",)
+MIN_SPLIT_EXAMPLES = 30  # val or test below this many examples: intervals too wide to say much
+MAX_REASONS_SHOWN = 50  # malformed lines whose reason is spelled out in the error message
+Z95 = 1.959963984540054  # standard normal 97.5% quantile (Wilson bound of target_unreachable)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example. `id`: `sha256:<hex>` of the canonical JSON {"input", "expected_output"} (its
+    content, so it survives reordering); `input`, `expected_output`: text (non-string JSON values
+    become canonical JSON text); `line`: 1-based line in the examples file; `name`: the optional
+    user-given "id" of the line, kept for display only."""
+
+    id: str
+    input: str
+    expected_output: str
+    line: int
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ExampleSet:
+    """The examples of one file, duplicates dropped. `warnings`: human sentences (duplicates);
+    `dropped_lines`: 1-based lines dropped as exact duplicates of an earlier line."""
+
+    path: str
+    examples: tuple[Example, ...]
+    warnings: tuple[str, ...] = ()
+    dropped_lines: tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Examples partitioned into `dev`, `val` and `test` (disjoint; each in seeded hash order)."""
+
+    dev: tuple[Example, ...]
+    val: tuple[Example, ...]
+    test: tuple[Example, ...]
+
+    def sizes(self) -> dict[str, int]:
+        """{"dev": n, "val": n, "test": n}."""
+        return {name: len(getattr(self, name)) for name in SPLITS}
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+
+def example_id(input_text: str, expected_output: str) -> str:
+    """The content hash of an example: `sha256:<hex>` of canonical {"input", "expected_output"}."""
+    return digest({"input": input_text, "expected_output": expected_output})
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else canonical_bytes(value).decode()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise ValueError(f"duplicate key {dupes[0]!r}")
+    return dict(pairs)
+
+
+def _parse_line(raw: bytes, line: int) -> Example | str:
+    """One non-blank line -> an Example, or the reason it is malformed."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except ValueError as exc:  # JSONDecodeError is a ValueError; so are our hooks' refusals
+        return f"not JSON ({exc})"
+    if not isinstance(obj, dict):
+        return f"not a JSON object (a {type(obj).__name__})"
+    missing = [k for k in REQUIRED_KEYS if k not in obj]
+    if missing:
+        return "missing key " + ", ".join(repr(k) for k in missing)
+    unknown = sorted(k for k in obj if k not in REQUIRED_KEYS + OPTIONAL_KEYS)
+    if unknown:
+        return "unknown key " + ", ".join(repr(k) for k in unknown) + ' (allowed: input, expected_output, id)'
+    name = obj.get("id")
+    if name is not None and (isinstance(name, bool) or not isinstance(name, str | int)):
+        return f"'id' must be a string or an integer, not {type(name).__name__}"
+    inp, exp = _as_text(obj["input"]), _as_text(obj["expected_output"])
+    return Example(example_id(inp, exp), inp, exp, line, None if name is None else str(name))
+
+
+def _malformed_error(path: Path, bad: list[tuple[int, str]]) -> DataError:
+    shown = "; ".join(f"line {n}: {why}" for n, why in bad[:MAX_REASONS_SHOWN])
+    rest = bad[MAX_REASONS_SHOWN:]
+    if rest:
+        shown += f"; and {len(rest)} more on lines " + ", ".join(str(n) for n, _ in rest)
+    noun = "line is" if len(bad) == 1 else "lines are"
+    return DataError(
+        "examples.malformed",
+        f"{path}: {len(bad)} {noun} malformed: {shown}",
+        hint='each non-blank line must be a JSON object {"input": ..., "expected_output": ...} '
+        '(optionally "id")',
+    )
+
+
+def _dedupe(path: Path, parsed: list[Example]) -> ExampleSet:
+    """Drop exact duplicates (with a warning); refuse one input with two expected outputs."""
+    first_by_id: dict[str, Example] = {}
+    first_by_input: dict[str, Example] = {}
+    kept: list[Example] = []
+    dropped: list[int] = []
+    conflicts: list[str] = []
+    for ex in parsed:
+        if ex.id in first_by_id:
+            dropped.append(ex.line)
+            continue
+        other = first_by_input.get(ex.input)
+        if other is not None:
+            conflicts.append(f"lines {other.line} and {ex.line} give input {_short(ex.input)} "
+                             f"the outputs {_short(other.expected_output)} and {_short(ex.expected_output)}")
+        first_by_id[ex.id] = ex
+        first_by_input.setdefault(ex.input, ex)
+        kept.append(ex)
+    if conflicts:
+        raise DataError(
+            "examples.conflict",
+            f"{path}: {len(conflicts)} input(s) have different expected outputs: " + "; ".join(conflicts),
+            hint="keep one expected output per input (or make the inputs differ)",
+        )
+    warnings = ()
+    if dropped:
+        lines = ", ".join(str(n) for n in dropped)
+        warnings = (f"{path}: dropped {len(dropped)} exact duplicate example(s) on line(s) {lines}",)
+    return ExampleSet(str(path), tuple(kept), warnings, tuple(dropped))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def load_examples(path: Path) -> ExampleSet:
+    """Read a JSONL examples file: one {"input", "expected_output"[, "id"]} object per line.
+
+    Non-string values become their canonical JSON text; blank lines are skipped; a UTF-8 BOM is
+    ignored. Exact duplicates (same input and expected output) are dropped with a warning.
+    Raises DataError: `examples.missing` (no such file), `examples.malformed` (every bad line with
+    its 1-based number and reason, in one error), `examples.conflict` (one input, two expected
+    outputs: both lines listed), `examples.empty` (no examples).
+    """
+    try:
+        data = Path(path).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise DataError("examples.missing", f"examples file {path} does not exist or is not a file",
+                        hint="set target.examples to a JSONL file in the project") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    parsed: list[Example] = []
+    bad: list[tuple[int, str]] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        result = _parse_line(raw, number)
+        if isinstance(result, Example):
+            parsed.append(result)
+        else:
+            bad.append((number, result))
+    if bad:
+        raise _malformed_error(Path(path), bad)
+    if not parsed:
+        raise DataError("examples.empty", f"examples file {path} has no examples",
+                        hint='add lines like {"input": "...", "expected_output": "..."}')
+    return _dedupe(Path(path), parsed)
+
+
+# --- splitting ------------------------------------------------------------------------------------
+
+
+def _rank(seed: int | str, example: Example, *salt: object) -> bytes:
+    key = ":".join(str(part) for part in (seed, *salt, example.id))
+    return hashlib.sha256(key.encode()).digest()
+
+
+def split_sizes(n: int, fractions: Sequence[float]) -> tuple[int, int, int]:
+    """Sizes (dev, val, test) summing to n for `fractions` (three values >= 0, summing to 1).
+
+    Largest-remainder rounding of n * fraction (ties go to the earlier split), then every split
+    with a fraction > 0 is raised to at least 1 example by taking from the largest split.
+    Raises DataError `examples.too_few` when n is smaller than the number of fractions > 0.
+    """
+    if len(fractions) != 3 or any(f < 0 for f in fractions) or not math.isclose(sum(fractions), 1.0):
+        raise ValueError(f"fractions must be three values >= 0 summing to 1, got {list(fractions)}")
+    wanted = sum(1 for f in fractions if f > 0)
+    if n < wanted:
+        raise DataError("examples.too_few", f"{n} example(s) cannot fill {wanted} non-empty splits",
+                        hint="add examples: each of dev / val / test with a fraction > 0 needs one")
+    exact = [n * f for f in fractions]
+    sizes = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(3), key=lambda i: (-(exact[i] - sizes[i]), i))
+    for i in by_remainder[: n - sum(sizes)]:
+        sizes[i] += 1
+    for i in range(3):
+        if fractions[i] > 0 and sizes[i] == 0:
+            donor = max(range(3), key=lambda j: (sizes[j], -j))
+            sizes[donor] -= 1
+            sizes[i] += 1
+    return sizes[0], sizes[1], sizes[2]
+
+
+def split_examples(examples: Iterable[Example], fractions: Sequence[float], seed: int) -> Split:
+    """Partition examples into dev / val / test, deterministically from `seed` and content.
+
+    Examples are sorted by sha256("<seed>:<example id>") and cut, in that order, into dev, val and
+    test of `split_sizes(n, fractions)`. Line order plays no part. Raises DataError
+    `examples.too_few` (see split_sizes) and ValueError on bad fractions.
+    """
+    ordered = sorted(examples, key=lambda ex: _rank(seed, ex))
+    n_dev, n_val, _ = split_sizes(len(ordered), fractions)
+    return Split(
+        dev=tuple(ordered[:n_dev]),
+        val=tuple(ordered[n_dev: n_dev + n_val]),
+        test=tuple(ordered[n_dev + n_val:]),
+    )
+
+
+def val_order(val: Sequence[Example], seed: int, trial: int) -> list[Example]:
+    """A seeded order of the val examples for one trial's sequential looks: look k measures the
+    first `units[k]` of this list. Sorted by sha256("<seed>:val:<trial>:<example id>"), so each
+    trial gets its own order and the input order plays no part."""
+    return sorted(val, key=lambda ex: _rank(seed, ex, "val", trial))
+
+
+def clamp_looks(units: Sequence[int], n_val: int) -> tuple[int, ...]:
+    """`gate.units` for an examples target: each look counts val examples, clamped to `n_val`;
+    looks made equal by the clamp are merged (the result stays strictly increasing)."""
+    return tuple(sorted({min(u, n_val) for u in units if min(u, n_val) > 0}))
+
+
+# --- fingerprints ---------------------------------------------------------------------------------
+
+
+def fingerprint(split: Split) -> dict[str, list[str]]:
+    """{"dev": [ids], "val": [ids], "test": [ids]}, ids sorted: what a resume compares."""
+    return {name: sorted(ex.id for ex in getattr(split, name)) for name in SPLITS}
+
+
+def compare_fingerprints(old: dict[str, list[str]], new: dict[str, list[str]]) -> dict[str, int]:
+    """Changed examples per split: {"dev": n, "val": n, "test": n}, where n is the larger of the
+    ids only in `old` and the ids only in `new` (an edited example counts once). All 0: unchanged."""
+    changes = {}
+    for name in SPLITS:
+        before, after = set(old.get(name, ())), set(new.get(name, ()))
+        changes[name] = max(len(before - after), len(after - before))
+    return changes
+
+
+def describe_change(changes: dict[str, int]) -> str:
+    """A sentence for compare_fingerprints' result, e.g. "val: 3 examples changed, test: 1 example
+    changed"; "no examples changed" when all counts are 0."""
+    counts = [(name, changes.get(name, 0)) for name in SPLITS]
+    parts = [f"{name}: {n} example{'s' if n != 1 else ''} changed" for name, n in counts if n]
+    return ", ".join(parts) if parts else "no examples changed"
+
+
+# --- what a split can say -------------------------------------------------------------------------
+
+
+def _mcnemar_power(n: int, level: float, delta: float, discordance: float | None) -> float:
+    """Exact power of the one-sided McNemar test on n pairs when p10 - p01 = delta."""
+    import numpy as np
+    from scipy import stats as sps  # deferred: loading examples must not pay for scipy
+
+    psi = delta if discordance is None else max(discordance, delta)
+    if psi <= 0.0:
+        return 0.0
+    m = np.arange(n + 1)
+    k = sps.binom.isf(level, m, 0.5) + 1  # smallest b with P(Binom(m, 1/2) >= b) <= level
+    k = np.where(sps.binom.sf(k - 2, m, 0.5) <= level, k - 1, k)  # guard isf's float rounding,
+    k = np.where(sps.binom.sf(k - 1, m, 0.5) > level, k + 1, k)  # both ways
+    q = min(1.0, (psi + delta) / (2.0 * psi))  # P(candidate wins | discordant)
+    return float(np.sum(sps.binom.pmf(m, n, psi) * sps.binom.sf(k - 1, m, q)))
+
+
+def mde_binary(n: int, level: float, power: float = 0.8, discordance: float | None = None) -> float:
+    """The smallest pass-rate gain (candidate minus champion, in [0, 1]) that the exact one-sided
+    McNemar test on `n` val examples detects at `level` with probability >= `power`.
+
+    Power is computed exactly: the discordant pairs D ~ Binom(n, psi), and given D = m the
+    candidate wins b ~ Binom(m, (psi + delta) / (2 psi)) of them; the test rejects when
+    P(Binom(m, 1/2) >= b) <= level (Connor (1987), Biometrics 43:207-211, for the model).
+    `discordance` is psi, the assumed rate of examples on which the two variants disagree; None
+    assumes psi = delta (the candidate breaks nothing the champion passed), the most favourable
+    case, so the result is a floor: no smaller gain is detectable with this power at any psi.
+    Returns math.inf when even delta = 1 is not detectable (0.5**n > level). The search stops at a
+    resolution of 1e-4. Raises ValueError on n < 0, level or power outside (0, 1), or a bad psi.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if not (0.0 < level < 1.0 and 0.0 < power < 1.0):
+        raise ValueError(f"level and power must be in (0, 1), got {level}, {power}")
+    if discordance is not None and not 0.0 < discordance <= 1.0:
+        raise ValueError(f"discordance must be in (0, 1], got {discordance}")
+    if n == 0 or _mcnemar_power(n, level, 1.0, discordance) < power:
+        return math.inf
+    low, high = 0.0, 1.0
+    while high - low > 1e-4:
+        mid = (low + high) / 2.0
+        if _mcnemar_power(n, level, mid, discordance) >= power:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def split_warnings(split: Split) -> list[str]:
+    """Sentences warning that a split is too small to say much: val or test under
+    MIN_SPLIT_EXAMPLES examples (a perfect score's 95% interval is then wider than ~0.1)."""
+    out = []
+    for name, role in (("val", "the gate measures candidates on it"), ("test", "the final holdout")):
+        n = len(getattr(split, name))
+        if n < MIN_SPLIT_EXAMPLES:
+            out.append(f"{name} has only {n} example(s) ({role}); under {MIN_SPLIT_EXAMPLES} the "
+                       "pass-rate intervals are too wide to say much: add examples or raise its fraction")
+    if not split.dev:
+        out.append("dev is empty: agents see no examples to learn from")
+    return out
+
+
+def target_unreachable(target: float | None, n_val: int) -> str | None:
+    """A warning when `gate.target` cannot be reached: even a perfect val score (n_val of n_val)
+    has a Wilson lower bound n / (n + z**2) (z = 1.96) below the target. None when reachable or
+    no target. Source: Wilson (1927), JASA 22:209-212, at p = 1."""
+    if target is None:
+        return None
+    bound = n_val / (n_val + Z95 * Z95) if n_val > 0 else 0.0
+    if bound >= target:
+        return None
+    if target >= 1.0:
+        need = "no number of val examples reaches it (a lower bound is always < 1)"
+    else:
+        need = f"it needs at least {math.ceil(target * Z95 * Z95 / (1.0 - target))} val examples"
+    return (f"gate.target = {target:g} is unreachable: a perfect score on {n_val} val examples has a "
+            f"95% Wilson lower bound of {bound:.3f}; {need}")
