@@ -43,21 +43,51 @@ class BudgetUse:
     val_trials: int = 0
 
 
-def exhausted(contract: Contract, used: BudgetUse, reserve_units: int, next_units: int) -> str | None:
-    """The name of the first budget that forbids starting work of `next_units` job-units now, or None.
+@dataclass(frozen=True)
+class Forecast:
+    """What the next attempt and the holdout are expected to cost in time: `attempt_wall_s` and
+    `attempt_cpu_h` (means over the attempts so far), `holdout_wall_s` and `holdout_cpu_h` (the
+    holdout's jobs at the mean job's cost). Zero before anything was measured."""
 
-    `reserve_units` stays set aside for the holdout. A budget of 0 is unlimited (max_attempts is
-    always a limit). Wall and CPU budgets are checked on what is already spent (their worst case is
-    unknowable in advance); job-units on the worst case of the next piece of work.
+    attempt_wall_s: float = 0.0
+    attempt_cpu_h: float = 0.0
+    holdout_wall_s: float = 0.0
+    holdout_cpu_h: float = 0.0
+
+
+def forecast(used: BudgetUse, attempts_done: int, jobs_run: int, job_wall_s: float, holdout_jobs: int,
+             max_parallel: int) -> Forecast:
+    """Expected cost of one more attempt (the mean of those done) and of the holdout
+    (`holdout_jobs` jobs at the mean job's wall seconds `job_wall_s`, `max_parallel` at a time)."""
+    if attempts_done <= 0 or jobs_run <= 0:
+        return Forecast()
+    mean_job_cpu_h = used.cpu_hours / jobs_run
+    return Forecast(
+        attempt_wall_s=used.wall_s / attempts_done,
+        attempt_cpu_h=used.cpu_hours / attempts_done,
+        holdout_wall_s=job_wall_s * holdout_jobs / max_parallel,
+        holdout_cpu_h=mean_job_cpu_h * holdout_jobs,
+    )
+
+
+def exhausted(contract: Contract, used: BudgetUse, reserve_units: int, next_units: int,
+              expected: Forecast = Forecast()) -> str | None:
+    """The name of the first budget that forbids starting the next attempt now, or None.
+
+    Job-units are checked on the worst case of the next trial (`next_units`) with `reserve_units`
+    set aside for the holdout, so max_evaluations is never exceeded. Wall time and CPU hours have no
+    worst case known in advance: they are checked on what is spent plus the expected cost of one
+    more attempt and of the holdout (`expected`), so a run overshoots them by at most one attempt's
+    deviation from the mean. A budget of 0 is unlimited (max_attempts is always a limit).
     """
     b = contract.budget
     if used.attempts >= b.max_attempts:
         return "max_attempts"
     if b.max_evaluations and used.evaluations + next_units + reserve_units > b.max_evaluations:
         return "max_evaluations"
-    if b.max_cpu_hours and used.cpu_hours >= b.max_cpu_hours:
+    if b.max_cpu_hours and used.cpu_hours + expected.attempt_cpu_h + expected.holdout_cpu_h >= b.max_cpu_hours:
         return "max_cpu_hours"
-    if b.max_wall_s and used.wall_s >= b.max_wall_s:
+    if b.max_wall_s and used.wall_s + expected.attempt_wall_s + expected.holdout_wall_s >= b.max_wall_s:
         return "max_wall"
     if b.max_val_trials and contract.target.kind == "examples" and used.val_trials >= b.max_val_trials:
         return "max_val_trials"

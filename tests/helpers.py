@@ -1,0 +1,41 @@
+"""Helpers for end-to-end tests: run the real `ratchet` CLI in a subprocess and read its JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def ratchet(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str, str] | None = None
+            ) -> tuple[int, dict[str, Any], str]:
+    """Run `python -m ratchet ARGS --json`; returns (exit code, the JSON envelope, stderr)."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "ratchet", *args, "--json"], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=full_env)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected exactly one JSON line on stdout, got {proc.stdout!r}\nstderr: {proc.stderr}"
+    return proc.returncode, json.loads(lines[0]), proc.stderr
+
+
+def set_contract(root: Path, replace: dict[str, str] | None = None, append: str = "") -> None:
+    """Edit ratchet.toml in `root` (text replacements, then appended text) and commit it."""
+    from conftest import git
+
+    path = root / "ratchet.toml"
+    text = path.read_text()
+    for old, new in (replace or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text + append)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "contract")
+
+
+def events(root: Path, run_id: str) -> list[dict[str, Any]]:
+    """The run's ledger events as dicts."""
+    path = root / ".ratchet" / "runs" / run_id / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
