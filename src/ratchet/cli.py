@@ -159,6 +159,39 @@ def _render_run(r: dict[str, Any]) -> None:
 
 
 @app.command()
+def compare(
+    base: Annotated[str, typer.Argument(help="Git revision measured as the baseline.")],
+    candidate: Annotated[str, typer.Argument(help="Git revision measured as the candidate.")],
+    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """One controlled paired comparison of two git revisions on the target (level gate.alpha)."""
+    from ratchet.compare import compare_revisions
+    from ratchet.ui import LogUI, RichUI
+
+    ui = LogUI(err) if as_json else RichUI(err)
+    execute("compare", as_json, debug, lambda: compare_revisions(directory, base, candidate, ui), _render_compare)
+
+
+def _render_compare(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from ratchet.render import fmt_interval, fmt_num, fmt_p
+
+    if r["units_table"]:
+        table = Table("unit", "base", "candidate", "gain")
+        for row in r["units_table"]:
+            table.add_row(str(row["unit"]), "failed" if row["base_failed"] else fmt_num(row["base"]),
+                          "failed" if row["candidate_failed"] else fmt_num(row["candidate"]), fmt_num(row["gain"]))
+        out.print(table)
+    colour = {"accepted": "green", "rejected": "red"}.get(r["verdict"], "yellow")
+    out.print(f"[{colour}][bold]{r['verdict']}[/][/] ({r['reason']}): {r['reason_text']}")
+    out.print(f"estimate {fmt_num(r['estimate'])} {fmt_interval(r['interval'])}, p {fmt_p(r['p_value'])}, "
+              f"level {fmt_p(r['level'])}, units {r['units']}; run {r['run_id']}")
+
+
+@app.command()
 def status(
     run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
     directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),

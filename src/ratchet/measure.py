@@ -144,7 +144,8 @@ class JobRunner:
         self._record("job.finished", {**asdict(m), "attempt": attempt, "stage": stage})
         self.done[m.job_id] = asdict(m)
         if cacheable and self.cache is not None and m.state == "ok" and not m.cached:
-            self.cache.put(self._key(self._planned[m.job_id]), {"value": m.value, "elapsed_s": m.elapsed_s})
+            self.cache.put(self._key(self._planned[m.job_id]),
+                           {"state": "ok", "value": m.value, "elapsed_s": m.elapsed_s})
         return m
 
     def _key(self, job: PlannedJob) -> str:

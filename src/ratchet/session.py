@@ -40,11 +40,12 @@ def make_agent(contract: Contract, root: Path, git: Git) -> Agent:
     return FilesAgent(folder, git)
 
 
-def open_project(directory: Path) -> tuple[LoadedContract, Git]:
-    """Load the contract, refuse unsupported settings, and check the project is a git repository
-    with a commit. Raises ContractError / UnsupportedError / DataError (exit 2)."""
+def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedContract, Git]:
+    """Load the contract, refuse unsupported settings (the agent's only when not `for_compare`), and
+    check the project is a git repository with a commit. Raises ContractError / UnsupportedError /
+    DataError (exit 2)."""
     loaded = load_contract(directory)
-    refuse_unsupported(loaded.contract)
+    refuse_unsupported(loaded.contract, agent=not for_compare)
     if not Git.is_repo(loaded.root):
         raise DataError("git.not_a_repo", f"{loaded.root} is not a git repository",
                         hint="run `git init && git add -A && git commit -m baseline` first")

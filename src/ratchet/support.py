@@ -12,10 +12,11 @@ SUPPORTED_TARGETS = frozenset({"benchmark"})
 SUPPORTED_BACKENDS = frozenset({"local"})
 
 
-def unsupported_settings(contract: Contract) -> list[UnsupportedError]:
-    """Every setting in `contract` this build validates but cannot run, as errors (empty: runnable)."""
+def unsupported_settings(contract: Contract, agent: bool = True) -> list[UnsupportedError]:
+    """Every setting in `contract` this build validates but cannot run, as errors (empty: runnable).
+    `agent`: include the agent kind (not needed by `ratchet compare`)."""
     out: list[UnsupportedError] = []
-    if contract.agent.kind not in SUPPORTED_AGENTS:
+    if agent and contract.agent.kind not in SUPPORTED_AGENTS:
         out.append(
             UnsupportedError(
                 "unsupported.agent_kind",
@@ -50,8 +51,8 @@ def unsupported_settings(contract: Contract) -> list[UnsupportedError]:
     return out
 
 
-def refuse_unsupported(contract: Contract) -> None:
-    """Raise the first unsupported setting (exit 2), if any."""
-    problems = unsupported_settings(contract)
+def refuse_unsupported(contract: Contract, agent: bool = True) -> None:
+    """Raise the first unsupported setting (exit 2), if any (`agent`: see unsupported_settings)."""
+    problems = unsupported_settings(contract, agent)
     if problems:
         raise problems[0]

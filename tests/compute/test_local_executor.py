@@ -259,3 +259,19 @@ def test_bad_job_ids_are_refused(work, jobs_dir):
     with pytest.raises(RatchetError):
         LocalExecutor(jobs_dir, 1).run([spec("d", "true", work), spec("d", "true", work)])
     assert not os.path.exists(jobs_dir.parent / "x")
+
+
+def test_cancel_from_a_signal_handler_stops_the_run(work, jobs_dir):
+    import signal
+
+    executor = LocalExecutor(jobs_dir, 2)
+    previous = signal.signal(signal.SIGALRM, lambda *_: executor.cancel())
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        results = executor.run([spec(f"s{i}", "sleep 1000", work) for i in range(3)])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        executor.close()
+    assert [r.state for r in results] == ["cancelled"] * 3
+    assert [r.reason for r in results][2] == "not started"

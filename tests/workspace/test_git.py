@@ -286,3 +286,12 @@ def test_materialized_files_are_regular_and_owned_by_the_checkout(bench_repo, tm
     repo.materialize_tree("HEAD", dest)
     for path in dest.rglob("*"):
         assert stat.S_ISREG(path.lstat().st_mode) or path.is_dir()
+
+
+def test_tree_from_dir_handles_more_files_than_one_hashing_batch(bench_repo, tmp_path):
+    repo = Git(bench_repo)
+    files = {f"data/f{i:03d}.txt": f"{i}\n".encode() for i in range(300)}
+    tree = repo.overlay_tree(repo.tree_of("HEAD"), files)
+    work = tmp_path / "many"
+    repo.materialize_tree(tree, work)
+    assert repo.tree_from_dir(work) == tree

@@ -66,6 +66,7 @@ class LocalExecutor:
         self.max_parallel = max_parallel
         self.pid_dir = Path(pid_dir) if pid_dir is not None else None
         self._cancelled = False
+        self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
 
@@ -73,18 +74,30 @@ class LocalExecutor:
         """Kill running jobs (state cancelled) and start no other. Safe from a signal handler or
         another thread: it only sets a flag and writes one byte to a pipe."""
         self._cancelled = True
+        if self._closed:
+            return
         try:
             os.write(self._wake_w, b"x")
         except OSError:
             pass
 
     def close(self) -> None:
-        """Release the executor's wake pipe (call when no `run` is in progress)."""
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        """Release the executor's wake pipe (idempotent; call when no `run` is in progress)."""
+        if self._closed:
+            return
+        self._closed = True
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            self.close()
 
     def run(
         self, specs: Sequence[JobSpec], on_start: OnStart | None = None, on_result: OnResult | None = None
@@ -93,6 +106,10 @@ class LocalExecutor:
         `on_start`/`on_result` are called from this (the calling) thread. If this thread is
         interrupted (KeyboardInterrupt) or a callback raises, running jobs are killed first."""
         _check_ids(specs)
+        if self._closed:
+            raise RatchetError(
+                "compute.closed", "this executor was closed", hint="create a new LocalExecutor"
+            )
         results: list[JobResult | None] = [None] * len(specs)
         events: queue.Queue = queue.Queue()
         todo = iter(list(enumerate(specs)))
