@@ -298,21 +298,29 @@ def parse_shard_output(stdout: str, ids: Iterable[str]) -> dict[str, dict[str, A
     gets "missing" (unknown is never read as a pass). Record keys: id, status, output, exit_code,
     stderr_tail, elapsed_s.
     """
+    return parse_shard_lines(stdout.split("\n"), ids)  # not splitlines: U+2028 may sit in a record
+
+
+def parse_shard_lines(lines: Iterable[str], ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """`parse_shard_output` over an iterable of lines (e.g. an open stdout file, read lazily): keeps
+    one record per id and a count, so memory stays bounded by the ids asked for, whatever a job
+    printed."""
     wanted = list(dict.fromkeys(ids))
-    seen: dict[str, list[dict[str, Any]]] = {i: [] for i in wanted}
-    for line in stdout.splitlines():
+    first: dict[str, dict[str, Any]] = {}
+    count: dict[str, int] = {i: 0 for i in wanted}
+    for line in lines:
         try:
             record = _valid_record(json.loads(line))
         except (ValueError, RecursionError):
             continue
-        if record is not None and record["id"] in seen:
-            seen[record["id"]].append(record)
+        if record is not None and record["id"] in count:
+            count[record["id"]] += 1
+            first.setdefault(record["id"], record)
     out = {}
     for i in wanted:
-        records = seen[i]
-        if len(records) == 1:
-            out[i] = records[0]
+        if count[i] == 1:
+            out[i] = first[i]
         else:
-            out[i] = missing_record(i, "no record in the shard's output" if not records
-                                    else f"{len(records)} records in the shard's output")
+            out[i] = missing_record(i, "no record in the shard's output" if not count[i]
+                                    else f"{count[i]} records in the shard's output")
     return out
