@@ -28,7 +28,12 @@ def check_report(directory: Path) -> dict[str, Any]:
     sandbox = sandbox_summary(contract)
     if sandbox.get("warning"):
         warnings.append(sandbox["warning"])
+    extra: dict[str, Any] = {}
+    if contract.target.kind == "examples":
+        extra["examples"] = examples_summary(contract, loaded.root, gate["levels"][0]["level"])
+        warnings.extend(extra["examples"].pop("warnings"))
     return {
+        **extra,
         "contract": str(loaded.path),
         "digest": loaded.digest,
         "campaign": contract.campaign.model_dump(),
@@ -104,3 +109,25 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
     elif mode == "none" or resolved == "none":
         summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
     return summary
+
+
+def examples_summary(contract: Contract, root: Path, first_level: float) -> dict[str, Any]:
+    """Split sizes, duplicates dropped, the smallest pass-rate gain val can detect at the first
+    trial's level with 80% power, and warnings (small splits, an unreachable gate.target).
+    Raises DataError (examples.*) for a bad examples file."""
+    from ratchet.targets.examples import clamp_looks, load_examples, mde_binary, split_examples, split_warnings
+    from ratchet.targets.examples import target_unreachable
+
+    data = load_examples(root / (contract.target.examples or ""))
+    split = split_examples(data.examples, contract.target.split, contract.campaign.seed)
+    looks = clamp_looks(contract.gate.units, len(split.val))
+    mde = mde_binary(looks[-1], first_level)
+    warnings = list(data.warnings) + split_warnings(split)
+    unreachable = target_unreachable(contract.gate.target, len(split.val))
+    if unreachable:
+        warnings.append(unreachable)
+    return {
+        "total": len(data), "duplicates_dropped": len(data.dropped_lines), **split.sizes(),
+        "looks": list(looks), "mde_first_trial": None if mde == float("inf") else mde,
+        "confirm_applies": False, "warnings": warnings,
+    }

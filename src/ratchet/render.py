@@ -43,8 +43,13 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         e = r["examples"]
         out.print(
             f"           {e['total']} examples ({e['duplicates_dropped']} duplicates dropped): "
-            f"dev {e['dev']}, val {e['val']}, test {e['test']}"
+            f"dev {e['dev']}, val {e['val']}, test {e['test']}; looks on val {e['looks']}"
         )
+        mde = e["mde_first_trial"]
+        out.print("           smallest pass-rate gain val can detect at trial 1's level (80% power): "
+                  + (f"at least {mde:.3f}" if mde is not None else "none (val too small for the level)"))
+        out.print("           gate.confirm does not apply to examples (no fresh units); the test split is "
+                  "measured once at the end")
     s = r["scope"]
     out.print(f"[bold]scope[/]    allowed {s['allowed']}, protected {s['protected']}, hidden {s['hidden']}")
     out.print(f"[bold]agent[/]    {r['agent']['kind']}")
