@@ -46,6 +46,7 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
     contract = parse_contract(run.contract.read_text(encoding="utf-8"), source=str(run.contract))
     status = status_result(state, is_locked(run.root))
     promotions = [e.data for e in events if e.kind == "champion.promoted"]
+    holdout = [e.data for e in events if e.kind == "trial.judged" and e.data.get("stage") == "holdout"]
     run.plots.mkdir(parents=True, exist_ok=True)
     plots = [
         champion_plot(status["attempts"], promotions, status["holdout"], run.plots / "champion.png"),
@@ -58,6 +59,7 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
         target=contract.target.model_dump(),
         promotions=promotions,
         plots=[p.relative_to(run.root).as_posix() for p in plots],
+        splits=holdout[-1].get("splits") if holdout else None,
     )
     run.report.write_text(text, encoding="utf-8")
     return run.report

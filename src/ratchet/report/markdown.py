@@ -18,17 +18,21 @@ def render_report(
     target: Mapping[str, Any],
     promotions: Sequence[Mapping[str, Any]],
     plots: Sequence[str] = (),
+    splits: Mapping[str, Any] | None = None,
 ) -> str:
     """Markdown for one run. `status` is the `ratchet status` result; `gate` and `target` the
     contract's sections as dicts; `promotions` the champion.promoted data in order; `plots` paths
-    relative to the report."""
+    relative to the report; `splits` (examples targets) the final champion's pass rates per split
+    as recorded with the holdout judgment."""
     lines = [f"# Ratchet report: {campaign}", "", f"Run `{status['run_id']}` — state **{status['state']}**, "
              f"stop reason **{status['stop_reason'] or '-'}**"
              + (f" ({status['stop_budget']})" if status.get("stop_budget") else "") + ".", ""]
     lines += _headline(status, gate, target)
+    if splits:
+        lines += _splits(splits)
     lines += _history(promotions)
     lines += _attempts(status["attempts"])
-    lines += _gate(gate, status)
+    lines += _gate(gate, status, target)
     lines += _budget(status["budget"])
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
@@ -44,6 +48,14 @@ def _headline(status: Mapping[str, Any], gate: Mapping[str, Any], target: Mappin
         return out
     if h is None:
         out += ["The run promoted a candidate but has not measured the holdout yet (it runs when the run stops).", ""]
+        return out
+    if target.get("kind") == "examples":
+        out += [
+            f"The final champion against the original baseline on the **test split ({h['units']} examples, "
+            f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}** "
+            f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])}).",
+            "",
+        ]
         return out
     out += [
         f"The final champion against the original baseline on **{h['units']} fresh units** "
@@ -84,7 +96,29 @@ def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
     return out + [""]
 
 
-def _gate(gate: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
+def _splits(splits: Mapping[str, Any]) -> list[str]:
+    out = ["## Pass rates of the final champion (Wilson 95% intervals)", "",
+           "| split | passes | n | pass rate | interval |", "|---|---|---|---|---|"]
+    for name, label in (("dev", "dev"), ("val", "val"), ("test", "test"), ("test_baseline", "test (baseline)")):
+        r = splits.get(name)
+        if r:
+            out.append(f"| {label} | {r['passes']} | {r['n']} | {fmt_num(r['rate'])} | {fmt_interval(r['interval'])} |")
+    rate = {k: (splits.get(k) or {}).get("rate") for k in ("dev", "val", "test")}
+    gaps = []
+    if rate["dev"] is not None and rate["val"] is not None:
+        gaps.append(f"dev - val = {rate['dev'] - rate['val']:+.3f}")
+    if rate["val"] is not None and rate["test"] is not None:
+        gaps.append(f"val - test = {rate['val'] - rate['test']:+.3f} (selection on val shows up here)")
+    out += ["", "Gaps: " + ("; ".join(gaps) if gaps else "-") + ".", ""]
+    checks = splits.get("per_check") or {}
+    if checks:
+        out += ["| check | pass rate |", "|---|---|"] + [f"| {k} | {fmt_num(v)} |" for k, v in checks.items()] + [""]
+    out += ["The test score is honest only the first time it is looked at for this dataset: every later "
+            "decision informed by it turns test into another val.", ""]
+    return out
+
+
+def _gate(gate: Mapping[str, Any], status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
     out = ["## The gate", ""]
     out.append(
         f"alpha = {gate['alpha']}, multiplicity = `{gate['multiplicity']}`, looks = {list(gate['units'])}, "
@@ -104,6 +138,15 @@ def _gate(gate: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
             "run: with many attempts, some promotion is likely to be noise."
         )
     out.append("")
+    if target.get("kind") == "examples":
+        out.append(
+            "Examples: every trial measures on the same val split (exact McNemar on the discordant "
+            "examples); the campaign rule above is what controls the reuse of val across trials. "
+            "gate.confirm does not apply (there are no fresh units), so promoted estimates are those of "
+            "the selecting trial, which are biased upward; the test split, measured once at the end, is "
+            "the honest number."
+        )
+        return out + [""]
     out.append(
         "Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
         "efficacy or futility. Accepted candidates were re-measured on fresh units before promotion "
