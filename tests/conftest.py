@@ -17,90 +17,10 @@ The `git_cli` fixture gives `git(root, *args) -> stdout` (plain git for test set
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-
-BENCH_PY = """\
-import json, os, random, sys, tomllib
-
-with open("params.toml", "rb") as f:
-    params = tomllib.load(f)
-seed = int(os.environ.get("RATCHET_SEED", "0"))
-x = float(params.get("x", 0.0))
-noise = random.Random(seed).gauss(0.0, 0.1)
-print("loading data...", file=sys.stderr)
-print("progress: 100%")
-print(json.dumps({"score": -(x - 3.0) ** 2 + noise, "x": x, "seed": seed}))
-"""
-
-CONTRACT = """\
-[campaign]
-name = "bench"
-seed = 0
-
-[target]
-kind = "benchmark"
-command = "python3 bench.py"
-metric = "score"
-direction = "max"
-timeout_s = 60
-
-[scope]
-allowed = ["params.toml"]
-protected = ["bench.py"]
-
-[agent]
-kind = "search"
-
-[agent.search]
-file = "params.toml"
-
-[agent.search.space]
-x = { type = "float", low = -5.0, high = 5.0 }
-"""
-
-FIXTURE_IDENTITY = {
-    "GIT_AUTHOR_NAME": "Fixture",
-    "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
-    "GIT_COMMITTER_NAME": "Fixture",
-    "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
-}
-
-
-def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """Run plain git in `root` for test setup (global/system config ignored); returns stdout."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    full.update(
-        {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", **FIXTURE_IDENTITY, **(env or {})}
-    )
-    proc = subprocess.run(
-        ["git", "-C", str(root), *args], env=full, capture_output=True, text=True, check=True
-    )
-    return proc.stdout.strip()
-
-
-def make_bench_repo(root: Path, files: dict[str, str] | None = None, x: float = 0.0) -> Path:
-    """Create the benchmark repository in `root` (created if missing) with one commit; `files`
-    adds or replaces files (relative path -> text) before the commit. Returns `root`."""
-    root.mkdir(parents=True, exist_ok=True)
-    content = {
-        "bench.py": BENCH_PY,
-        "params.toml": f"x = {x!r}\n",
-        "ratchet.toml": CONTRACT,
-        ".gitignore": ".ratchet/\n",
-        **(files or {}),
-    }
-    for rel, text in content.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "baseline")
-    return root
+from repo_fixture import git, make_bench_repo
 
 
 @pytest.fixture

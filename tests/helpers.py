@@ -23,7 +23,7 @@ def ratchet(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict
 
 def set_contract(root: Path, replace: dict[str, str] | None = None, append: str = "") -> None:
     """Edit ratchet.toml in `root` (text replacements, then appended text) and commit it."""
-    from conftest import git
+    from repo_fixture import git
 
     path = root / "ratchet.toml"
     text = path.read_text()

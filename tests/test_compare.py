@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import git
+from repo_fixture import git
 from helpers import events, ratchet, set_contract
 
 

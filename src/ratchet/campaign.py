@@ -60,6 +60,9 @@ class Campaign:
             if self.k.interrupted:
                 return "interrupted", None
             state = self.k.state()
+            last = state.attempt(state.last_attempt)
+            if last is not None and last.gave_up is not None:
+                return "agent_stopped", None  # recorded before a kill: do not start another attempt
             number, in_progress = self._next_attempt(state)
             if not in_progress:
                 stop = self._stop_reason(state)
@@ -137,7 +140,8 @@ class Campaign:
         state = self.k.state()
         self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
         ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed, self._history(state))
-        action = self._converse(ctx)
+        submitted = self.k.find("attempt.submitted", attempt=number)
+        action = self._recorded_submission(submitted.data) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
             self.k.once("attempt.gave_up", {"attempt": number, "reason": action.reason}, "attempt")
             self.ui.note(f"attempt {number}: the agent gave up: {action.reason}")
@@ -159,6 +163,14 @@ class Campaign:
             action = self.agent.wake(ctx, results)
         return action
 
+    def _recorded_submission(self, data: dict[str, Any]) -> Submit:
+        """The Submit recorded by `attempt.submitted` (a resume measures exactly what was submitted,
+        even if the agent would now propose something else: a changed candidates folder, an LLM)."""
+        params = data.get("params")
+        report = self.k.blobs.get_bytes(data["report_blob"]).decode("utf-8")
+        return Submit(tree=data.get("tree"), report=report, summary=data.get("summary") or "",
+                      params=dict(params) if params is not None else None, invalid=data.get("invalid"))
+
     def _history(self, state: RunState) -> tuple[PastAttempt, ...]:
         past = []
         for a in state.attempts:
@@ -174,7 +186,7 @@ class Campaign:
         report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
         self.k.once("attempt.submitted", {
             "attempt": number, "tree": sub.tree, "summary": sub.summary, "report_blob": report_blob,
-            "params": dict(sub.params) if sub.params is not None else None,
+            "params": dict(sub.params) if sub.params is not None else None, "invalid": sub.invalid,
         }, "attempt")
         early = self._judge_without_jobs(number, sub)
         if early is not None:
@@ -222,28 +234,32 @@ class Campaign:
         plan = compile_plan(stage=stage, attempt=number, trial=trial, champion_tree=champion_tree,  # type: ignore[arg-type]
                             candidate_tree=candidate_tree, target=self._target_json(), looks=looks,
                             campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
-        outcome = self._run_plan(plan, level, stage)
+        outcome = self._run_plan(plan, level, stage, self._margin(stage, number))
         self._judged(number, stage, outcome.decision, outcome)
         return outcome
 
-    def _run_plan(self, plan: Plan, level: float, stage: str) -> TrialOutcome:
+    def _run_plan(self, plan: Plan, level: float, stage: str, margin: float = 0.0) -> TrialOutcome:
         blob = self.k.blobs.put_bytes(plan.canonical_bytes())
         self.k.once("trial.planned", {
             "attempt": plan.attempt, "trial": plan.trial, "stage": stage, "plan_digest": plan.digest,
             "plan_blob": blob, "level": level, "looks": list(plan.looks), "jobs": len(plan.jobs),
         }, "attempt", "stage")
-        margin = self._margin(stage)
         settings = GateSettings(looks=plan.looks, level=level, margin=margin, kind="continuous",
                                 direction=self.contract.target.direction,
                                 seed=int(plan.units[0]) if plan.units else 0)
         return run_plan(plan, self.k.runner(self.ui.jobs), settings)
 
-    def _margin(self, stage: str) -> float:
+    def _margin(self, stage: str, number: int) -> float:
         gate = self.contract.gate
         if stage == "holdout" or (gate.min_effect == 0 and gate.min_effect_rel == 0):
             return 0.0
-        event = self.k.find("trial.judged", stage="trial")
-        champion_mean = event.data.get("champion_mean") if event else None
+        # The last trial judged before this stage started: of an earlier attempt for a trial, up to
+        # its own trial for a confirmation. Never a later one, so a resume replaying a judged trial
+        # judges it with the margin it was judged with.
+        last = number - 1 if stage == "trial" else number
+        judged = [e for e in self.k.log.events if e.kind == "trial.judged" and e.data.get("stage") == "trial"
+                  and isinstance(e.data.get("attempt"), int) and e.data["attempt"] <= last]
+        champion_mean = judged[-1].data.get("champion_mean") if judged else None
         # The relative margin needs the champion's mean measured before this trial; before any trial,
         # only the absolute margin can be used.
         return margin_for(gate.min_effect, gate.min_effect_rel if champion_mean is not None else 0.0,

@@ -7,7 +7,9 @@ Everything the campaign loop touches on disk or in other processes goes through 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
+import shutil
 import signal
 import sys
 import tomllib
@@ -19,12 +21,12 @@ from typing import Any
 from ratchet.compute.base import SandboxSpec
 from ratchet.compute.cache import MeasurementCache
 from ratchet.compute.local import LocalExecutor
-from ratchet.compute.pids import kill_recorded
+from ratchet.compute.pids import kill_marked_under, kill_recorded
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.contract_load import LoadedContract, parse_contract
 from ratchet.errors import ContractError, DataError, RatchetError
 from ratchet.ledger.blobs import BlobStore
-from ratchet.ledger.events import Event, EventLog
+from ratchet.ledger.events import Event, EventLog, scan_log
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
@@ -34,6 +36,11 @@ from ratchet.measure import JobRunner
 from ratchet.workspace.git import Git
 
 Clock = Callable[[], dt.datetime]
+
+CRASH_AT_ENV = "RATCHET_TEST_CRASH_AT"
+"""Test hook (tests/test_resume.py): `before:<event kind>:<n>` or `after:<event kind>:<n>` makes the
+kernel SIGKILL itself just before or just after the n-th event of that kind in the whole ledger is
+appended — a crash at an exact step. Read when a kernel opens; unset in normal use."""
 
 
 def utc_now() -> dt.datetime:
@@ -58,6 +65,7 @@ class Kernel:
     cache: MeasurementCache | None
     clock: Clock = utc_now
     interrupted: bool = False
+    crash_at: tuple[str, str, int] | None = None
     _old_handler: Any = field(default=None, repr=False)
 
     @property
@@ -67,9 +75,23 @@ class Kernel:
 
     def record(self, kind: str, data: Mapping[str, Any]) -> Event:
         """Append one event (fsynced) and apply it to the index."""
+        if self.crash_at is not None:
+            self._crash_if("before", kind)
         event = self.log.append(kind, dict(data), self.clock())  # type: ignore[arg-type]
         self.index.apply(event)
+        if self.crash_at is not None:
+            self._crash_if("after", kind)
         return event
+
+    def _crash_if(self, when: str, kind: str) -> None:
+        """The CRASH_AT_ENV test hook: SIGKILL this process at the configured step."""
+        assert self.crash_at is not None
+        at, at_kind, n = self.crash_at
+        if (at, at_kind) != (when, kind):
+            return
+        count = sum(1 for e in self.log.events if e.kind == kind) + (1 if when == "before" else 0)
+        if count == n:
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def find(self, kind: str, **key: Any) -> Event | None:
         """The last recorded event of `kind` whose data matches every `key` (None: none)."""
@@ -125,22 +147,37 @@ def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, 
     index.sync(log.events)
     executor = LocalExecutor(run.jobs, contract.compute.max_parallel, pid_dir=run.pids)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
-                  SandboxSpec(mode=mode, network=contract.sandbox.network), cache, clock)
+                  SandboxSpec(mode=mode, network=contract.sandbox.network), cache, clock,
+                  crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
+
+
+def _crash_at(spec: str | None) -> tuple[str, str, int] | None:
+    """Parse CRASH_AT_ENV (`before|after:<kind>:<n>`); ValueError for anything else (a typo in a
+    test must not silently run without its crash)."""
+    if not spec:
+        return None
+    when, kind, n = spec.split(":")
+    if when not in ("before", "after") or not n.isdigit():
+        raise ValueError(f"{CRASH_AT_ENV}={spec!r}: expected before|after:<event kind>:<n>")
+    return when, kind, int(n)
 
 
 def interrupted_runs(root: Path) -> list[str]:
-    """Runs of this project recorded as running or interrupted whose lock nobody holds."""
+    """Runs of this project recorded as running or interrupted whose lock nobody holds (a run
+    killed before its `run.started` was written measured nothing and is not one of them)."""
     out = []
     for run_id in list_runs(root):
         run = RunDir(root, run_id)
         if not run.events.exists() or is_locked(run.root) is not None:
             continue
         try:
-            state = fold(EventLog.open(run.events).events)
+            events, torn = scan_log(run.events)
         except RatchetError:
-            out.append(run_id)  # torn or damaged: only an explicit resume can say more
+            out.append(run_id)  # damaged: only an explicit resume can say more
             continue
-        if state.state in ("running", "interrupted"):
+        if not events or events[0].kind != "run.started":
+            continue
+        if torn is not None or fold(events).state in ("running", "interrupted"):
             out.append(run_id)
     return out
 
@@ -164,7 +201,9 @@ def new_kernel(loaded: LoadedContract, clock: Clock = utc_now) -> tuple[Kernel, 
 def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -> Kernel:
     """Reopen run `run_id`: take its lock, repair a torn last line (recording `ledger.repaired`),
     refuse a changed contract (naming the changed keys), kill job processes a crashed kernel left
-    behind. Raises DataError `run.not_found`, ContractError `contract.changed`, LedgerError."""
+    behind (recorded, or carrying a marker under the run's jobs directory) and its job checkouts.
+    Raises DataError `run.not_found` / `run.not_started` / `run.finished`, ContractError
+    `contract.changed`, LedgerError (`ledger.locked` naming the holder's pid, a damaged ledger)."""
     run = RunDir(loaded.root, run_id)
     if not run.exists():
         raise DataError("run.not_found", f"run {run_id} does not exist in {run.root.parent}")
@@ -172,11 +211,18 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
     try:
         _check_same_contract(run, loaded)
         log = EventLog.open(run.events, repair=True, now=clock().isoformat())
+        if not log.events or log.events[0].kind != "run.started":
+            raise DataError("run.not_started", f"run {run_id} was stopped before it started (no run.started "
+                            "in its ledger): nothing was measured, nothing to resume",
+                            hint="start a new run with `ratchet run`")
         state = fold(log.events)
         if state.state == "stopped":
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
-                            hint="start a new run with `ratchet run`")
+                            hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
+                                 "its report")
         kill_recorded(run.pids)
+        kill_marked_under(run.jobs)  # a job started just before its kernel died, its pid unrecorded
+        shutil.rmtree(run.root / "work", ignore_errors=True)  # checkouts the dead kernel left behind
     except BaseException:
         lock.release()
         raise

@@ -26,18 +26,22 @@ from ratchet.workspace.git import Git
 
 
 def make_agent(contract: Contract, root: Path, git: Git) -> Agent:
-    """The agent named by `agent.kind` (search or files in this build)."""
+    """The agent named by `agent.kind` (search or files in this build), seeing trees through a view
+    that hides `scope.hidden` and `target.examples`."""
+    from ratchet.agents.view import AgentTreeView
+
+    view = AgentTreeView(git, contract.hidden_paths)
     if contract.agent.kind == "search":
         from ratchet.agents.search import SearchAgent
 
         assert contract.agent.search is not None
-        return SearchAgent(contract.agent.search, contract.target.direction, git)
+        return SearchAgent(contract.agent.search, contract.target.direction, view)
     from ratchet.agents.files import FilesAgent, list_candidates
 
     assert contract.agent.files is not None
     folder = root / contract.agent.files.path
     list_candidates(folder)  # fail now (exit 2) when the folder is missing
-    return FilesAgent(folder, git)
+    return FilesAgent(folder, view)
 
 
 def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedContract, Git]:

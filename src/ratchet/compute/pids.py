@@ -168,3 +168,23 @@ def kill_recorded(pid_dir: Path) -> list[str]:
             killed.append(job_id)
         path.unlink(missing_ok=True)
     return killed
+
+
+def kill_marked_under(root: Path) -> list[int]:
+    """SIGKILL every live process whose HOME or TMPDIR lies under `root` (a run's jobs directory:
+    each job's marker is its scratch directory there). Catches a crashed kernel's job that started
+    before its pid could be recorded, which `kill_recorded` cannot know. Returns the pids signalled."""
+    prefix = os.fsencode(os.path.realpath(root)).rstrip(b"/") + b"/"
+    victims = []
+    for info in all_processes().values():
+        if info.pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{info.pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(v.startswith((b"HOME=" + prefix, b"TMPDIR=" + prefix)) for v in env):
+            victims.append(info)
+    signal_processes(victims, signal.SIGKILL)
+    return [v.pid for v in victims]

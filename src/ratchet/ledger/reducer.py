@@ -88,7 +88,8 @@ class AttemptState:
 class BudgetUsed:
     """Budget spent so far: attempts started, job-units charged (cached jobs charge 0), CPU and
     GPU hours of non-cached jobs, and wall seconds summed over sessions (each from run.started or
-    run.resumed to the last event before the next run.resumed)."""
+    run.resumed to the last event before the next run.resumed, a `ledger.repaired` not counted: the
+    time between a kill and its resume is no session's)."""
 
     attempts: int = 0
     evaluations: int = 0
@@ -193,6 +194,8 @@ class _Folder:
         self.track_wall(event)
 
     def track_wall(self, event: Event) -> None:
+        if event.kind == "ledger.repaired":
+            return  # written by a resuming kernel before its run.resumed: the downtime is no session's
         when = _parse_ts(event.ts)
         if event.kind in ("run.started", "run.resumed"):
             self.closed_wall_s = self.budget.wall_s

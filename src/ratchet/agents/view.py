@@ -1,0 +1,35 @@
+"""What an agent may read of a tree: everything but the hidden paths (DESIGN.md §5).
+
+Agents build candidates through a `TreeBuilder`; the kernel hands them this view, so a hidden path
+(`scope.hidden`, `target.examples`) reads as absent. Writing one is caught later by the scope check
+(`scope_violation`), so the view does not need to refuse writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ratchet.agents.base import TreeBuilder
+from ratchet.contract import scope_covers
+
+
+class AgentTreeView:
+    """A TreeBuilder over `trees` whose `read_blob` returns None for any path under `hidden`."""
+
+    def __init__(self, trees: TreeBuilder, hidden: Sequence[str]):
+        self.trees = trees
+        self.hidden = tuple(hidden)
+
+    def read_blob(self, tree: str, path: str) -> bytes | None:
+        """The blob at `path` in `tree`, or None when absent or hidden."""
+        if any(scope_covers(h, path) for h in self.hidden):
+            return None
+        return self.trees.read_blob(tree, path)
+
+    def overlay_tree(self, base_tree: str, files: Mapping[str, bytes | None]) -> str:
+        """See TreeBuilder.overlay_tree."""
+        return self.trees.overlay_tree(base_tree, files)
+
+    def apply_patch(self, base_tree: str, patch: bytes) -> str:
+        """See TreeBuilder.apply_patch."""
+        return self.trees.apply_patch(base_tree, patch)
