@@ -13,6 +13,7 @@ from typing import Any
 
 from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, PastAttempt, Submit
 from ratchet.budget import BudgetUse, exhausted, forecast, holdout_worst_case, limits, trial_worst_case
+from ratchet.examples_trial import ExampleData, ExamplesTrials
 from ratchet.gate import Decision, GateSettings, margin_for
 from ratchet.kernel import Kernel
 from ratchet.ledger.reducer import RunState
@@ -31,12 +32,19 @@ HOLDOUT_ATTEMPT = 0
 class Campaign:
     """One `ratchet run` on an open kernel with an agent. `run()` returns the stop reason."""
 
-    def __init__(self, kernel: Kernel, agent: Agent, ui: CampaignUI, salt: str):
+    def __init__(self, kernel: Kernel, agent: Agent, ui: CampaignUI, salt: str, examples: ExampleData | None = None):
         self.k = kernel
         self.agent = agent
         self.ui = ui
         self.salt = salt
         self.contract = kernel.contract
+        self.examples = ExamplesTrials(kernel, examples, salt, ui.jobs) if examples is not None else None
+
+    @property
+    def confirms(self) -> bool:
+        """Whether accepted candidates are re-measured on fresh units (benchmarks with gate.confirm;
+        examples have no fresh units)."""
+        return self.contract.gate.confirm and self.examples is None
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -88,7 +96,7 @@ class Campaign:
             return False
         if a.verdict != "accepted":
             return True
-        if self.contract.gate.confirm and a.confirm is None:
+        if self.confirms and a.confirm is None:
             return False
         if a.confirm is not None and a.confirm.verdict != "accepted":
             return True
@@ -127,10 +135,13 @@ class Campaign:
         return False
 
     def _trial_worst(self) -> int:
-        gate = self.contract.gate
-        return trial_worst_case(gate.units[-1], gate.confirm)
+        if self.examples is not None:
+            return trial_worst_case(self.examples.looks()[-1], confirm=False)
+        return trial_worst_case(self.contract.gate.units[-1], self.confirms)
 
     def _reserve(self, state: RunState) -> int:
+        if self.examples is not None:
+            return self.examples.final_units()
         return holdout_worst_case(self.contract.gate.holdout_size)
 
     # -- one attempt ---------------------------------------------------------------------------
@@ -202,7 +213,7 @@ class Campaign:
         outcome = self._measure("trial", number, trial, champion_tree, sub.tree, tuple(self.contract.gate.units), level)
         if outcome.decision.verdict != "accepted":
             return
-        if self.contract.gate.confirm:
+        if self.confirms:
             confirm = self._measure("confirm", number, trial, champion_tree, sub.tree,
                                     (outcome.decision.units,), level)
             if confirm.decision.verdict != "accepted":
@@ -231,6 +242,11 @@ class Campaign:
 
     def _measure(self, stage: str, number: int, trial: int, champion_tree: str, candidate_tree: str,
                  looks: tuple[int, ...], level: float) -> TrialOutcome:
+        if self.examples is not None:
+            outcome = self.examples.trial(stage, number, trial, champion_tree, candidate_tree, level,
+                                          self._margin(stage, number))
+            self._judged(number, stage, outcome.decision, outcome)
+            return outcome
         plan = compile_plan(stage=stage, attempt=number, trial=trial, champion_tree=champion_tree,  # type: ignore[arg-type]
                             candidate_tree=candidate_tree, target=self._target_json(), looks=looks,
                             campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
@@ -271,8 +287,9 @@ class Campaign:
                 "seed_env": t.seed_env, "timeout_s": t.timeout_s, "sandbox": self.k.sandbox.mode,
                 "network": self.k.sandbox.network}
 
-    def _judged(self, number: int, stage: str, decision: Decision, outcome: TrialOutcome | None) -> None:
-        data: dict[str, Any] = {"attempt": number, "stage": stage, **decision.to_json()}
+    def _judged(self, number: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
+                **extra: Any) -> None:
+        data: dict[str, Any] = {"attempt": number, "stage": stage, **decision.to_json(), **extra}
         if outcome is not None:
             data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
                         champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb)
@@ -306,6 +323,12 @@ class Campaign:
         state = self.k.state()
         if state.holdout is not None:
             return
+        if self.examples is not None:
+            self.ui.note("measuring the final champion against the baseline on the test split (once)")
+            outcome, splits = self.examples.final(state.baseline.tree or "", state.champion.tree or "",
+                                                  self.contract.gate.alpha)
+            self._judged(HOLDOUT_ATTEMPT, "holdout", outcome.decision, outcome, splits=splits)
+            return
         self.ui.note("measuring the final champion against the baseline on fresh holdout units")
         plan = compile_plan(stage="holdout", attempt=HOLDOUT_ATTEMPT, trial=0,
                             champion_tree=state.baseline.tree or "", candidate_tree=state.champion.tree or "",
@@ -332,10 +355,11 @@ def _ts(text: str):
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str) -> None:
-    """Record `run.started` for a new run."""
+def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str,
+                 **extra: Any) -> None:
+    """Record `run.started` for a new run (`extra`: more data, e.g. the examples fingerprint)."""
     c = kernel.contract
-    kernel.record("run.started", {
+    kernel.record("run.started", {**extra,
         "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
         "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,

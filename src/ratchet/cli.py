@@ -146,7 +146,7 @@ def _render_run(r: dict[str, Any]) -> None:
               + (f" ({r['budget']})" if r.get("budget") else ""))
     h = r.get("holdout")
     if h:
-        out.print(f"holdout (final champion vs baseline, {h['units']} fresh units): "
+        out.print(f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
                   f"[bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])} p {fmt_p(h['p_value'])}")
     else:
         out.print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ratchet.canonical import digest
+from ratchet.contract import Contract
 from ratchet.errors import DataError
 from ratchet.gate import GateSettings, UnitScore, decide
 from ratchet.kernel import Kernel
@@ -47,11 +49,10 @@ class ExampleData:
         return fingerprint(self.split)
 
 
-def load_split(kernel_or_root: Any, contract: Any) -> ExampleData:
-    """Load `target.examples` under the project root and split it with the campaign seed.
+def load_split(root: Path, contract: Contract) -> ExampleData:
+    """Load `target.examples` under the project `root` and split it with the campaign seed.
     Raises DataError (examples.*) for bad data."""
-    root = getattr(kernel_or_root, "root", kernel_or_root)
-    examples = load_examples(root / contract.target.examples)
+    examples = load_examples(root / (contract.target.examples or ""))
     return ExampleData(examples, split_examples(examples.examples, contract.target.split, contract.campaign.seed))
 
 
@@ -97,6 +98,12 @@ class ExamplesTrials:
         return ExamplesRunner(git=k.git, executor=k.executor, target=k.contract.target, project_root=k.loaded.root,
                               sandbox=k.sandbox, work_dir=k.run.root / "work", record=k.record,
                               done=k.state().finished_jobs, exclude=k.contract.hidden_paths, progress=self.progress)
+
+    def final_units(self) -> int:
+        """Job-units the final measurement spends: baseline and champion on test, the champion on
+        dev and val (reserved from the start, like a benchmark's holdout)."""
+        sizes = self.data.split.sizes()
+        return 2 * sizes["test"] + sizes["dev"] + sizes["val"]
 
     def looks(self) -> tuple[int, ...]:
         """gate.units clamped to the val size."""

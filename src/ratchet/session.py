@@ -16,6 +16,7 @@ from ratchet.compute.sandbox import resolve_mode
 from ratchet.contract import Contract
 from ratchet.contract_load import LoadedContract, load_contract
 from ratchet.errors import EXIT_INTERRUPTED, DataError, MeasurementError
+from ratchet.examples_trial import check_same_dataset, load_split
 from ratchet.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
 from ratchet.ledger.rundir import RATCHET_DIR, ensure_ratchet_dir
 from ratchet.measure import JobRunner
@@ -93,6 +94,7 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
     from ratchet.campaign import Campaign, start_record
 
     loaded, git = open_project(directory)
+    data = load_split(loaded.root, loaded.contract) if loaded.contract.target.kind == "examples" else None
     if resume is None:
         stale = interrupted_runs(loaded.root)
         if stale:
@@ -103,15 +105,28 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
             )
         commit = git.head_commit()
         tree = git.tree_of(commit)
-        if loaded.contract.target.kind == "benchmark":
+        if data is None:
             preflight(loaded, git, tree)
         kernel, salt = new_kernel(loaded)
-        start_record(kernel, salt, commit, tree)
+        extra = {}
+        if data is not None:
+            extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
+                                 "sizes": data.split.sizes(), "warnings": list(data.examples.warnings)}
+        start_record(kernel, salt, commit, tree, **extra)
     else:
         kernel = resume_kernel(loaded, resume)
+        try:
+            if data is not None:
+                started = kernel.find("run.started")
+                recorded = (started.data.get("examples") or {}).get("fingerprint_blob") if started else None
+                check_same_dataset(kernel.blobs.get_json(recorded) if recorded else {}, data)
+        except BaseException:
+            kernel.close()
+            raise
         salt = kernel.state().salt or ""
         kernel.record("run.resumed", {"pid": _pid()})
-    return _run(kernel, Campaign(kernel, make_agent(loaded.contract, loaded.root, git), ui, salt))
+    agent = make_agent(loaded.contract, loaded.root, git)
+    return _run(kernel, Campaign(kernel, agent, ui, salt, data))
 
 
 def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from ratchet.contract import Contract
 from ratchet.errors import UnsupportedError
 
 SUPPORTED_AGENTS = frozenset({"search", "files"})
-SUPPORTED_TARGETS = frozenset({"benchmark"})
+SUPPORTED_TARGETS = frozenset({"benchmark", "examples"})
 SUPPORTED_BACKENDS = frozenset({"local"})
 
 

@@ -71,7 +71,7 @@ def _headline(status: Mapping[str, Any], gate: Mapping[str, Any], target: Mappin
 
 
 def _history(promotions: Sequence[Mapping[str, Any]]) -> list[str]:
-    out = ["## Champion history", "", "| promotion | attempt | commit | confirmed gain | interval |",
+    out = ["## Champion history", "", "| promotion | attempt | commit | gain at promotion | interval |",
            "|---|---|---|---|---|", "| 0 | baseline | - | - | - |"]
     for i, p in enumerate(promotions, start=1):
         out.append(f"| {i} | {p['attempt']} | `{str(p['commit'])[:10]}` | {fmt_num(p.get('estimate'))} | "
