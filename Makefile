@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench lint clean
+.PHONY: demo demo-countries test bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +14,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $@
 
 demo: $(VENV)/.installed-dev
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/demo.py digits
+
+demo-countries: $(VENV)/.installed-dev
+	$(BIN)/python examples/demo.py countries
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q

@@ -1,5 +1,6 @@
-"""`make demo`: copy the bundled digits example to a scratch directory, make it a git repository,
-and run Ratchet's main job on it. Needs only what `make demo` installed; no network, no API key.
+"""`make demo`: copy a bundled example (default: digits) to a scratch directory, make it a git
+repository, and run Ratchet's main job on it. Needs only what `make demo` installed; no network, no
+API key. `python examples/demo.py countries` runs the examples-mode example instead.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRATCH = HERE.parent / "demo-run" / "digits"
+NAME = sys.argv[1] if len(sys.argv) > 1 else "digits"
+SCRATCH = HERE.parent / "demo-run" / NAME
 
 
 def git(*args: str) -> None:
@@ -23,10 +25,13 @@ def git(*args: str) -> None:
 def main() -> int:
     if SCRATCH.exists():
         shutil.rmtree(SCRATCH)
-    shutil.copytree(HERE / "digits", SCRATCH)
+    if not (HERE / NAME / "ratchet.toml").is_file():
+        print(f"no bundled example {NAME!r} in {HERE}", file=sys.stderr)
+        return 2
+    shutil.copytree(HERE / NAME, SCRATCH)
     git("init", "-q", "-b", "main")
     git("add", "-A")
-    git("commit", "-q", "-m", "digits example: mediocre SVM baseline")
+    git("commit", "-q", "-m", f"{NAME} example: baseline")
     ratchet = Path(sys.executable).parent / "ratchet"
     print(f"demo project: {SCRATCH}", flush=True)
     return subprocess.run([str(ratchet), "run", str(SCRATCH)], check=False).returncode
