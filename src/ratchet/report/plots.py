@@ -39,6 +39,7 @@ def champion_plot(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[Ma
         ax.errorbar([x], [holdout["estimate"]], yerr=[[holdout["estimate"] - lo], [hi - holdout["estimate"]]],
                     fmt="D", color="black", capsize=4, label="holdout vs baseline")
     ax.axhline(0.0, color="grey", lw=0.8)
+    _integer_ticks(ax)
     ax.set_xlabel("attempt")
     ax.set_ylabel("gain over baseline")
     ax.set_title("Champion over attempts")
@@ -66,6 +67,7 @@ def effects_plot(attempts: Sequence[Mapping[str, Any]], path: Path) -> Path:
         ax.errorbar([a["attempt"]], [est], yerr=[[max(est - lo, 0.0)], [max(hi - est, 0.0)]], fmt="o",
                     capsize=3, color=VERDICT_COLORS.get(a.get("verdict") or "", "tab:gray"))
     ax.axhline(0.0, color="grey", lw=0.8)
+    _integer_ticks(ax)
     ax.set_xlabel("attempt")
     ax.set_ylabel("effect vs champion")
     ax.set_title("Each attempt's effect (green accepted, red rejected, orange inconclusive)")
@@ -73,3 +75,9 @@ def effects_plot(attempts: Sequence[Mapping[str, Any]], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _integer_ticks(ax) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
