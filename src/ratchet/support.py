@@ -12,43 +12,25 @@ SUPPORTED_TARGETS = frozenset({"benchmark", "examples"})
 SUPPORTED_BACKENDS = frozenset({"local"})
 
 
+def _refusal(what: str, setting: str, hint: str) -> UnsupportedError:
+    return UnsupportedError(f"unsupported.{what}", f"{setting} is not supported yet by this build", hint=hint)
+
+
 def unsupported_settings(contract: Contract, agent: bool = True) -> list[UnsupportedError]:
     """Every setting in `contract` this build validates but cannot run, as errors (empty: runnable).
     `agent`: include the agent kind (not needed by `ratchet compare`)."""
-    out: list[UnsupportedError] = []
-    if agent and contract.agent.kind not in SUPPORTED_AGENTS:
-        out.append(
-            UnsupportedError(
-                "unsupported.agent_kind",
-                f"agent.kind = {contract.agent.kind!r} is not supported yet by this build",
-                hint=f"use one of: {', '.join(sorted(SUPPORTED_AGENTS))}",
-            )
-        )
-    if contract.target.kind not in SUPPORTED_TARGETS:
-        out.append(
-            UnsupportedError(
-                "unsupported.target_kind",
-                f"target.kind = {contract.target.kind!r} is not supported yet by this build",
-                hint=f"use one of: {', '.join(sorted(SUPPORTED_TARGETS))}",
-            )
-        )
-    if contract.compute.backend not in SUPPORTED_BACKENDS:
-        out.append(
-            UnsupportedError(
-                "unsupported.backend",
-                f"compute.backend = {contract.compute.backend!r} is not supported yet by this build",
-                hint="use compute.backend = \"local\"",
-            )
-        )
-    if contract.compute.gpus_per_job > 0:
-        out.append(
-            UnsupportedError(
-                "unsupported.gpus",
-                f"compute.gpus_per_job = {contract.compute.gpus_per_job} is not supported yet by the local executor",
-                hint="set compute.gpus_per_job = 0",
-            )
-        )
-    return out
+    checks = [
+        (agent and contract.agent.kind not in SUPPORTED_AGENTS, "agent_kind",
+         f"agent.kind = {contract.agent.kind!r}", f"use one of: {', '.join(sorted(SUPPORTED_AGENTS))}"),
+        (contract.target.kind not in SUPPORTED_TARGETS, "target_kind",
+         f"target.kind = {contract.target.kind!r}", f"use one of: {', '.join(sorted(SUPPORTED_TARGETS))}"),
+        (contract.compute.backend not in SUPPORTED_BACKENDS, "backend",
+         f"compute.backend = {contract.compute.backend!r}", 'use compute.backend = "local"'),
+        (contract.compute.gpus_per_job > 0, "gpus",
+         f"compute.gpus_per_job = {contract.compute.gpus_per_job} (the local executor has no GPU scheduling)",
+         "set compute.gpus_per_job = 0"),
+    ]
+    return [_refusal(what, setting, hint) for refused, what, setting, hint in checks if refused]
 
 
 def refuse_unsupported(contract: Contract, agent: bool = True) -> None:
