@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ratchet.contract import Contract
+from ratchet.ledger.reducer import BudgetUsed
 
 BUDGET_NAMES = ("max_attempts", "max_evaluations", "max_cpu_hours", "max_gpu_hours", "max_wall", "max_val_trials")
 
@@ -33,17 +34,6 @@ def worst_case_units(contract: Contract) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class BudgetUse:
-    """What a run has spent: attempts started, job-units, CPU hours, wall seconds, val trials."""
-
-    attempts: int = 0
-    evaluations: int = 0
-    cpu_hours: float = 0.0
-    wall_s: float = 0.0
-    val_trials: int = 0
-
-
-@dataclass(frozen=True)
 class Forecast:
     """What the next attempt and the holdout are expected to cost in time: `attempt_wall_s` and
     `attempt_cpu_h` (means over the attempts so far), `holdout_wall_s` and `holdout_cpu_h` (the
@@ -55,7 +45,7 @@ class Forecast:
     holdout_cpu_h: float = 0.0
 
 
-def forecast(used: BudgetUse, attempts_done: int, jobs_run: int, job_wall_s: float, holdout_jobs: int,
+def forecast(used: BudgetUsed, attempts_done: int, jobs_run: int, job_wall_s: float, holdout_jobs: int,
              max_parallel: int) -> Forecast:
     """Expected cost of one more attempt (the mean of those done) and of the holdout
     (`holdout_jobs` jobs at the mean job's wall seconds `job_wall_s`, `max_parallel` at a time)."""
@@ -70,7 +60,7 @@ def forecast(used: BudgetUse, attempts_done: int, jobs_run: int, job_wall_s: flo
     )
 
 
-def exhausted(contract: Contract, used: BudgetUse, reserve_units: int, next_units: int,
+def exhausted(contract: Contract, used: BudgetUsed, val_trials: int, reserve_units: int, next_units: int,
               expected: Forecast = Forecast()) -> str | None:
     """The name of the first budget that forbids starting the next attempt now, or None.
 
@@ -78,7 +68,8 @@ def exhausted(contract: Contract, used: BudgetUse, reserve_units: int, next_unit
     set aside for the holdout, so max_evaluations is never exceeded. Wall time and CPU hours have no
     worst case known in advance: they are checked on what is spent plus the expected cost of one
     more attempt and of the holdout (`expected`), so a run overshoots them by at most one attempt's
-    deviation from the mean. A budget of 0 is unlimited (max_attempts is always a limit).
+    deviation from the mean. `val_trials`: trials measured on val so far (examples targets). A
+    budget of 0 is unlimited (max_attempts is always a limit).
     """
     b = contract.budget
     if used.attempts >= b.max_attempts:
@@ -89,7 +80,7 @@ def exhausted(contract: Contract, used: BudgetUse, reserve_units: int, next_unit
         return "max_cpu_hours"
     if b.max_wall_s and used.wall_s + expected.attempt_wall_s + expected.holdout_wall_s >= b.max_wall_s:
         return "max_wall"
-    if b.max_val_trials and contract.target.kind == "examples" and used.val_trials >= b.max_val_trials:
+    if b.max_val_trials and contract.target.kind == "examples" and val_trials >= b.max_val_trials:
         return "max_val_trials"
     return None
 

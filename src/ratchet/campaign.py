@@ -9,10 +9,11 @@ candidates again.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, PastAttempt, Submit
-from ratchet.budget import BudgetUse, exhausted, forecast, holdout_worst_case, limits, trial_worst_case
+from ratchet.budget import exhausted, forecast, holdout_worst_case, limits, trial_worst_case
 from ratchet.examples_trial import ExampleData, ExamplesTrials
 from ratchet.gate import Decision, GateSettings, margin_for
 from ratchet.kernel import Kernel
@@ -110,12 +111,12 @@ class Campaign:
             return "target_reached", None
         used = state.budget_used
         now_wall = used.wall_s + max(0.0, (self.k.clock() - _ts(self.k.log.events[-1].ts)).total_seconds())
-        spent = BudgetUse(used.attempts, used.evaluations, used.cpu_hours, now_wall, state.trials_run)
+        spent = replace(used, wall_s=now_wall)
         ran = [j for j in state.finished_jobs.values() if not j.get("cached")]
         job_wall = sum(float(j.get("elapsed_s") or 0.0) for j in ran) / len(ran) if ran else 0.0
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
-        name = exhausted(self.contract, spent, self._reserve(state), self._trial_worst(), expected)
+        name = exhausted(self.contract, spent, state.trials_run, self._reserve(state), self._trial_worst(), expected)
         return ("budget_exhausted", name) if name else None
 
     def _target_reached(self, target: float) -> bool:
