@@ -5,6 +5,7 @@ the run, build the agent, run the campaign, write the report. Returns the `--jso
 from __future__ import annotations
 
 import secrets
+import sys
 import shutil
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,10 @@ def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCont
                         hint="run `git init && git add -A && git commit -m baseline` first")
     git = Git(loaded.root)
     git.head_commit()  # raises git.no_commits with a hint
+    changed = git.changed_paths()
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        print(f"warning: uncommitted changes are not measured (the run uses HEAD): {shown}", file=sys.stderr)
     ensure_ratchet_dir(loaded.root)
     return loaded, git
 

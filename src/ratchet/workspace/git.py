@@ -70,6 +70,12 @@ class Git:
     def _out(self, args: Sequence[str], **kwargs) -> str:
         return self._run(args, **kwargs).stdout.decode("utf-8", "surrogateescape").strip()
 
+    def changed_paths(self) -> list[str]:
+        """Tracked files whose working-tree content differs from HEAD, and untracked files git does
+        not ignore (`git status --porcelain`): what a run from HEAD will not measure."""
+        out = self._out(["status", "--porcelain", "--untracked-files=normal", "-z"])
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
+
     # -- revisions -------------------------------------------------------------------------------
 
     def rev_parse_commit(self, rev: str) -> str:
