@@ -292,3 +292,11 @@ def test_margin_for() -> None:
     assert err.value.code == "gate.bad_margin"
     with pytest.raises(RatchetError):
         margin_for(0.0, 0.1, math.nan)
+
+
+def test_confirmation_uses_at_least_the_trials_units_then_the_later_looks():
+    from ratchet.gate import confirmation_looks
+
+    assert confirmation_looks((10, 20, 40), 10) == (10, 20, 40)
+    assert confirmation_looks((10, 20, 40), 20) == (20, 40)
+    assert confirmation_looks((10, 20, 40), 40) == (40,)

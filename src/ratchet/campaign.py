@@ -15,7 +15,7 @@ from typing import Any
 from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, PastAttempt, Submit
 from ratchet.budget import exhausted, forecast, holdout_worst_case, limits, trial_worst_case
 from ratchet.examples_trial import ExampleData, ExamplesTrials
-from ratchet.gate import Decision, GateSettings, margin_for
+from ratchet.gate import Decision, GateSettings, confirmation_looks, margin_for
 from ratchet.kernel import Kernel
 from ratchet.ledger.reducer import RunState
 from ratchet.measure import Interrupted
@@ -216,7 +216,7 @@ class Campaign:
             return
         if self.confirms:
             confirm = self._measure("confirm", number, trial, champion_tree, sub.tree,
-                                    (outcome.decision.units,), level)
+                                    confirmation_looks(self.contract.gate.units, outcome.decision.units), level)
             if confirm.decision.verdict != "accepted":
                 return
             outcome = confirm

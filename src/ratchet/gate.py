@@ -161,6 +161,20 @@ class Decision:
         }
 
 
+def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
+    """The looks of a confirmation on fresh units: at least as many units as the trial used
+    (`units_used`, one of `looks`), continuing through the later looks only if needed.
+
+    A confirmation fixed at the trial's own count loses power when the trial stopped early on few
+    units (simulated: 83% instead of 99.8% at 1 SD after a 10-unit acceptance); continuing with the
+    trial's own schedule keeps the level and the early stop. Raises ValueError for units_used < 1.
+    """
+    if units_used < 1:
+        raise ValueError(f"units_used must be >= 1, got {units_used}")
+    later = tuple(n for n in looks if n > units_used)
+    return (units_used, *later)
+
+
 def margin_for(min_effect: float, min_effect_rel: float, champion_mean: float) -> float:
     """The margin tested as the null: max(min_effect, min_effect_rel * |champion_mean|), metric units.
 

@@ -12,7 +12,8 @@ then again until nothing of the job is alive. Under the sandbox, bwrap runs the 
 namespace, so killing bwrap kills every process inside (there, SIGTERM goes bottom-up so the job
 can clean up before bwrap's init exits). When a job ends normally, processes it left behind are
 killed too. cpu_s is the rusage of the reaped leader: the job and the descendants it waited for
-(processes killed as leftovers are not counted). `spec.resources` is not enforced locally: the
+(processes killed as leftovers are not counted); under bwrap, where that rusage is lost, the job's
+wall time (one core) is charged instead. `spec.resources` is not enforced locally: the
 pool's size (`max_parallel`) is the local limit.
 """
 
@@ -260,7 +261,13 @@ class _Job:
             os.close(err_r)
             if self.ex.pid_dir is not None:
                 pids.forget(self.ex.pid_dir, spec.job_id)
-        return self._result(status, elapsed, usage.ru_utime + usage.ru_stime, ended_by)
+        cpu = usage.ru_utime + usage.ru_stime
+        if self.spec.sandbox.mode == "bwrap":
+            # bwrap's PID-namespace monitor exits without reaping the namespace's init, so the job's
+            # own rusage never reaches us: charge one core for the job's wall time instead (an
+            # estimate that over-charges idle jobs and under-charges multi-threaded ones).
+            cpu = max(cpu, elapsed)
+        return self._result(status, elapsed, cpu, ended_by)
 
     def _supervise(self, io: JobIO, watch: ExitWatch, start: float) -> str | None:
         """Pump until the leader exits ("exit" -> None), the timeout ("timeout") or a cancel."""
