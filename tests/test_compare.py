@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_fixture import git
+from repo_fixture import BENCH_PY, git
 from helpers import events, ratchet, set_contract
 
 
@@ -23,6 +23,8 @@ def repo(bench_repo: Path) -> Path:
     _branch(bench_repo, "better", {"params.toml": "x = 2.5\n"})
     _branch(bench_repo, "crash", {"params.toml": "x = 'not a number'\n"})
     _branch(bench_repo, "silent", {"bench.py": "print('hello')\n"})
+    loud = "import sys\nsys.stdout.write('log line ' * 1_000_000 + '\\n')\n"  # ~9 MB, past the 8 MiB cap
+    _branch(bench_repo, "loud", {"params.toml": "x = 2.5\n", "bench.py": loud + BENCH_PY})
     return bench_repo
 
 
@@ -52,9 +54,17 @@ def test_a_candidate_that_fails_or_prints_no_metric_is_never_accepted(repo: Path
     code, out, err = ratchet("compare", "main", branch, "--dir", str(repo))
     assert code == 0, err
     assert out["result"]["verdict"] == "rejected" and out["result"]["reason"] == "candidate_failed"
+    detail = {"crash": "exit code 1", "silent": "no_metric"}[branch]
+    assert "First failure" in out["result"]["reason_text"] and detail in out["result"]["reason_text"]
 
 
 def test_unknown_revision_is_bad_input(repo: Path):
     code, out, _ = ratchet("compare", "main", "no-such-branch", "--dir", str(repo))
     assert code == 2 and out["error"]["code"] == "git.bad_revision"
     assert "no-such-branch" in out["error"]["message"]
+
+
+def test_a_metric_printed_after_more_than_the_output_cap_is_still_read(repo: Path):
+    code, out, err = ratchet("compare", "main", "loud", "--dir", str(repo))
+    assert code == 0, err
+    assert out["result"]["verdict"] == "accepted", out["result"]["reason_text"]

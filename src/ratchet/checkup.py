@@ -28,6 +28,13 @@ def check_report(directory: Path) -> dict[str, Any]:
     sandbox = sandbox_summary(contract)
     if sandbox.get("warning"):
         warnings.append(sandbox["warning"])
+    worst = worst_case_units(contract)
+    if contract.budget.max_evaluations and worst["per_trial"] + worst["holdout"] > contract.budget.max_evaluations:
+        warnings.append(
+            f"budget.max_evaluations = {contract.budget.max_evaluations} cannot fit one trial's worst case "
+            f"({worst['per_trial']} job-units) plus the holdout's reserve ({worst['holdout']}): the run would stop "
+            "before its first trial; raise it or use fewer gate.units"
+        )
     extra: dict[str, Any] = {}
     if contract.target.kind == "examples":
         extra["examples"] = examples_summary(contract, loaded.root, gate["levels"][0]["level"])

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ratchet import __version__
 from ratchet.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RatchetError
@@ -61,7 +62,9 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
         _fail(command, as_json, debug, error, EXIT_INTERNAL)
     code = result.pop("_exit_code", 0)
     if as_json:
-        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": None}, default=str))
+        error = None if code == 0 else {"code": "interrupted", "message": f"`ratchet {command}` was interrupted",
+                                        "hint": result.get("resume")}
+        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": error}, default=str))
     else:
         render(result)
     if code:
@@ -74,9 +77,9 @@ def _fail(command: str, as_json: bool, debug: bool, error: dict[str, Any], code:
     if as_json:
         print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
     else:
-        err.print(f"[bold red]error[/] [dim]({error['code']})[/]: {error['message']}", markup=True, soft_wrap=True)
+        err.print(f"[bold red]error[/] [dim]({escape(error['code'])})[/]: {escape(error['message'])}", soft_wrap=True)
         if error.get("hint"):
-            err.print(f"[yellow]hint[/]: {error['hint']}", soft_wrap=True)
+            err.print(f"[yellow]hint[/]: {escape(str(error['hint']))}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -218,8 +221,8 @@ def _render_status(r: dict[str, Any]) -> None:
               f"cpu h {used['cpu_hours']:.3f}, wall {used['wall_s']:.0f}s")
     table = Table("#", "summary", "verdict", "reason", "estimate", "interval", "p", "units")
     for a in r["attempts"]:
-        table.add_row(str(a["attempt"]), (a.get("summary") or "")[:40], str(a["verdict"] or "-"),
-                      str(a["reason"] or "-"), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
+        table.add_row(str(a["attempt"]), escape((a.get("summary") or "")[:40]), str(a["verdict"] or "-"),
+                      escape(str(a["reason"] or "-")), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
                       fmt_p(a["p_value"]), str(a["units"] or "-"))
     out.print(table)
     for w in r.get("warnings", []):
@@ -234,11 +237,10 @@ def report(
     debug: DebugOpt = False,
 ) -> None:
     """Re-render a run's report.md (and its plots) from its ledger."""
-    from ratchet.ledger.rundir import open_run
-    from ratchet.runs import write_report
+    from ratchet.runs import find_run, write_report
 
     def work() -> dict[str, Any]:
-        run = open_run(directory, run_id)
+        run = find_run(directory, run_id)
         return {"run_id": run.run_id, "report": str(write_report(run))}
 
     execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
@@ -263,8 +265,23 @@ for _name in ("verify", "calibrate", "watch"):
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. With `--json`, even an argument error prints the one JSON
+    envelope (exit 2) instead of a usage box."""
+    if "--json" not in sys.argv[1:]:
+        app()
+        return
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), "")
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:  # click's UsageError/BadParameter (vendored or not): they format themselves
+        if not hasattr(exc, "format_message"):
+            raise
+        error = {"code": "usage", "message": exc.format_message(), "hint": f"see `ratchet {command} --help`"}
+        print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
+        sys.exit(getattr(exc, "exit_code", 2) or 2)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

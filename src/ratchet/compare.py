@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.canonical import digest
+from ratchet.errors import EXIT_INTERRUPTED, RatchetError, UnsupportedError
 from ratchet.gate import Decision, GateSettings
 from ratchet.kernel import new_kernel
 from ratchet.ledger.files import write_temp
+from ratchet.measure import Interrupted
 from ratchet.plan import compile_plan
 from ratchet.session import open_project, preflight
 from ratchet.trial import TrialOutcome, run_plan
@@ -36,6 +38,10 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
     bad contract or a baseline without a metric."""
     loaded, git = open_project(directory, for_compare=True)
     c = loaded.contract
+    if c.target.kind != "benchmark":
+        raise UnsupportedError("unsupported.compare_examples",
+                               "`ratchet compare` supports benchmark targets only in this build",
+                               hint="for an examples target, run a campaign with the files agent")
     base_commit, cand_commit = git.rev_parse_commit(base), git.rev_parse_commit(candidate)
     base_tree, cand_tree = git.tree_of(base_commit), git.tree_of(cand_commit)
     if base_tree != cand_tree:
@@ -46,7 +52,7 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
     try:
         from ratchet.campaign import start_record
 
-        start_record(kernel, salt, base_commit, base_tree)
+        start_record(kernel, salt, base_commit, base_tree, mode="compare")
         kernel.record("attempt.started", {"attempt": 1})
         kernel.record("attempt.submitted", {"attempt": 1, "tree": cand_tree, "summary": f"{base} -> {candidate}",
                                             "report_blob": None, "params": None})
@@ -55,7 +61,13 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
             decision = Decision.without_jobs("no_change", "the two revisions have the same tree: nothing to measure",
                                              c.gate.alpha)
         else:
-            outcome = _measure(kernel, salt, base_tree, cand_tree, ui)
+            try:
+                outcome = _measure(kernel, salt, base_tree, cand_tree, ui)
+            except Interrupted:
+                kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "compare"})
+                raise RatchetError("interrupted", "the comparison was interrupted; its jobs were killed",
+                                   hint="run it again: finished measurements are cached",
+                                   exit_code=EXIT_INTERRUPTED) from None
             decision = outcome.decision
         kernel.record("trial.judged", {"attempt": 1, "stage": "trial", **decision.to_json()})
         kernel.record("run.stopped", {"stop_reason": "agent_stopped", "budget": None, "detail": "compare"})

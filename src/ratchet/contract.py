@@ -27,7 +27,7 @@ _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def parse_duration(value: str | int | float) -> float:
@@ -165,8 +165,8 @@ class TargetSection(_Model):
     input/output examples scored by checks."""
 
     kind: Literal["benchmark", "examples"]
-    command: str | None = None
-    metric: str | None = None
+    command: Annotated[str, Field(min_length=1)] | None = None
+    metric: Annotated[str, Field(min_length=1)] | None = None
     direction: Literal["max", "min"] = "max"
     seed_env: str = "RATCHET_SEED"
     timeout_s: Annotated[float, Field(gt=0)] = 600.0

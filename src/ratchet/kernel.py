@@ -175,7 +175,7 @@ def interrupted_runs(root: Path) -> list[str]:
         except RatchetError:
             out.append(run_id)  # damaged: only an explicit resume can say more
             continue
-        if not events or events[0].kind != "run.started":
+        if not events or events[0].kind != "run.started" or events[0].data.get("mode") == "compare":
             continue
         if torn is not None or fold(events).state in ("running", "interrupted"):
             out.append(run_id)
@@ -216,6 +216,9 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
                             "in its ledger): nothing was measured, nothing to resume",
                             hint="start a new run with `ratchet run`")
         state = fold(log.events)
+        if log.events and log.events[0].data.get("mode") == "compare":
+            raise DataError("run.is_compare", f"run {run_id} is a `ratchet compare`, not a campaign: nothing to resume",
+                            hint="run the comparison again")
         if state.state == "stopped":
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
                             hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "

@@ -181,7 +181,10 @@ class JobRunner:
     def _measure(self, job: PlannedJob, result: JobResult) -> Measurement:
         state, value, reason = result.state, None, result.reason
         if result.state == "ok":
-            stdout = result.stdout_path.read_text("utf-8", errors="replace") if result.stdout_path else result.stdout_tail
+            # The metric is on the LAST JSON line: past the output cap the file holds only the start,
+            # so read the kept tail instead.
+            capped = result.stdout_truncated or result.stdout_path is None
+            stdout = result.stdout_tail if capped else result.stdout_path.read_text("utf-8", errors="replace")
             reading = parse_metric(stdout, self.target.metric or "")
             state, value, reason = reading.state, reading.value, reading.reason
         elif result.stderr_tail.strip():

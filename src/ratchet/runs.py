@@ -10,6 +10,7 @@ every line is parsed and verified and the events are folded. `result.ledger` say
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_byte
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
 from ratchet.ledger.reducer import RunState, fold
-from ratchet.ledger.rundir import RunDir, open_run
+from ratchet.ledger.rundir import RunDir, list_runs, open_run
 from ratchet.status import status_result
 
 
@@ -34,6 +35,26 @@ def read_run(run: RunDir) -> tuple[list[Event], str | None]:
     return events, _torn_warning(run, torn)
 
 
+def find_run(project_root: Path, run_id: str | None) -> RunDir:
+    """Run `run_id`, or when None the latest campaign (`ratchet compare` runs are skipped unless
+    there is nothing else). Raises DataError `run.bad_id` / `run.not_found`."""
+    if run_id is None:
+        for candidate in reversed(list_runs(project_root)):
+            if not _is_compare(RunDir(Path(project_root), candidate)):
+                run_id = candidate
+                break
+    return open_run(project_root, run_id)
+
+
+def _is_compare(run: RunDir) -> bool:
+    try:
+        with open(run.events, "rb") as f:
+            first = json.loads(f.readline() or b"{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and (first.get("data") or {}).get("mode") == "compare"
+
+
 def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
     """The `ratchet status` result for `run_id` (the latest run when None).
 
@@ -46,7 +67,7 @@ def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
     folded; used whenever the index cannot vouch for the ledger. `events`: the events shown.
     Raises LedgerError for a damaged ledger (never a state read past a defect).
     """
-    run = open_run(project_root, run_id)
+    run = find_run(project_root, run_id)
     holder = is_locked(run.root)
     snapshot = Snapshot.open(run.index)  # before the ledger: the kernel appends there first
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ratchet.gate import Decision, GateSettings, UnitScore, decide
 from ratchet.measure import JobRunner, Measurement
@@ -69,12 +69,28 @@ def run_plan(plan: Plan, runner: JobRunner, settings: GateSettings) -> TrialOutc
             retried.update({j.unit: results[j.job_id] for j in retry})
             decision = decide(unit_scores(plan, measured, retried, upto), settings)
         if decision.verdict != "continue":
+            decision = _with_failure_detail(decision, plan, measured, retried)
             scores = unit_scores(plan, measured, retried, upto)
             champ = [s.champion for s in scores if s.champion is not None]
             cand = [s.candidate for s in scores if s.candidate is not None]
             return TrialOutcome(decision, tuple(scores), _mean(champ), _mean(cand),
                                 _bound(champ, settings.direction), _bound(cand, settings.direction))
     raise AssertionError("the gate returned `continue` at the last look")  # decide() never does
+
+
+def _with_failure_detail(decision: Decision, plan: Plan, measured: Mapping[str, Measurement],
+                         retried: Mapping[int, Measurement]) -> Decision:
+    """A failure verdict names what failed: the first failing job's reason (exit code and stderr
+    line, the missing metric, NaN...), so a user need not dig through the ledger."""
+    variant = {"candidate_failed": "candidate", "champion_failed": "champion"}.get(decision.reason)
+    if variant is None:
+        return decision
+    for job in plan.jobs:
+        m = retried.get(job.unit) if variant == "champion" and job.unit in retried else measured.get(job.job_id)
+        if job.variant == variant and m is not None and not _ok(m):
+            detail = f" First failure: unit {job.unit} ({job.job_id}): {m.state}: {m.reason}"
+            return replace(decision, reason_text=(decision.reason_text + detail)[:1000])
+    return decision
 
 
 def _mean(values: list[float]) -> float | None:
