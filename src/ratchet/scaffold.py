@@ -26,6 +26,10 @@ file = "params.toml"     # tunables are written into this file (.toml or .json)
 sampler = "tpe"          # tpe | random
 [agent.search.space]
 {space}
+# kind = "files": prepared candidates, one per attempt, in name order
+# [agent.files]
+# path = "candidates/"   # subdirectories (overlaid onto the champion) or .patch files
+# kind = "command" (an external coding-agent CLI) and kind = "llm" are not built yet
 
 [gate]
 alpha = 0.05             # the campaign's type-I error budget
@@ -85,10 +89,7 @@ direction = "max"        # max | min
 timeout_s = 600          # per example
 cache = true             # reuse a measurement with identical inputs
 [[target.checks]]        # >= 1; all must pass
-type = "normalized_match" # exact_match | normalized_match | json_equality | regex_match | numeric_tolerance | custom
-lowercase = true
-strip = true
-collapse_whitespace = true
+type = "exact_match"     # exact_match | normalized_match | json_equality | regex_match | numeric_tolerance | custom
 """
 
 BENCH_PY = '''\

@@ -15,7 +15,7 @@ def final_verdict(a: AttemptState) -> tuple[str | None, str | None]:
     if a.verdict == "accepted" and a.confirm is not None and a.confirm.verdict != "accepted":
         return "rejected", "not_confirmed"
     if a.gave_up is not None and a.verdict is None:
-        return "gave_up", a.gave_up
+        return None, "gave_up"
     return a.verdict, a.reason
 
 
@@ -33,7 +33,7 @@ def attempt_row(a: AttemptState) -> dict[str, Any]:
         "summary": a.summary,
         "verdict": verdict,
         "reason": reason,
-        "reason_text": a.reason_text,
+        "reason_text": a.gave_up if a.gave_up is not None and a.verdict is None else a.reason_text,
         "estimate": a.estimate,
         "interval": list(a.interval) if a.interval else None,
         "p_value": a.p_value,
