@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_fixture import git
 from helpers import events, ratchet, set_contract
+from repo_fixture import git
 
 FAST_GATE = """
 [gate]
@@ -127,7 +127,8 @@ def test_settings_not_built_yet_are_refused_with_exit_2(bench_repo: Path):
 
 
 def test_baseline_without_metric_stops_before_any_budget(make_repo, tmp_path: Path):
-    root = make_repo(tmp_path / "r", files={"bench.py": "import sys\nprint('oops', file=sys.stderr)\nprint('no json')\n"})
+    silent = "import sys\nprint('oops', file=sys.stderr)\nprint('no json')\n"
+    root = make_repo(tmp_path / "r", files={"bench.py": silent})
     code, out, _ = ratchet("run", str(root))
     assert code == 2 and out["error"]["code"] == "preflight.no_metric"
     assert "oops" in out["error"]["message"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_fixture import BENCH_PY, git
 from helpers import events, ratchet, set_contract
+from repo_fixture import BENCH_PY, git
 
 
 def _branch(root: Path, name: str, files: dict[str, str]) -> None:

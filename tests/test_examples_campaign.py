@@ -64,7 +64,9 @@ def make_examples_repo(root: Path, contract: str = CONTRACT) -> Path:
     (root / "solution.py").write_text(BASELINE)
     (root / "ratchet.toml").write_text(contract)
     (root / ".gitignore").write_text(".ratchet/\n")
-    for name, text in (("1-same-again", BASELINE + "# a comment\n"), ("2-upper", UPPER), ("3-crash", "raise SystemExit(3)\n")):
+    candidates = (("1-same-again", BASELINE + "# a comment\n"), ("2-upper", UPPER),
+                  ("3-crash", "raise SystemExit(3)\n"))
+    for name, text in candidates:
         (root / "candidates" / name).mkdir(parents=True)
         (root / "candidates" / name / "solution.py").write_text(text)
     git(root, "init", "-q", "-b", "main")
@@ -86,7 +88,8 @@ def test_val_trials_then_test_once(tmp_path: Path):
 
 
 def test_val_budget_stops_the_run(tmp_path: Path):
-    root = make_examples_repo(tmp_path / "r", CONTRACT.replace("max_attempts = 3", "max_attempts = 3\nmax_val_trials = 1"))
+    contract = CONTRACT.replace("max_attempts = 3", "max_attempts = 3\nmax_val_trials = 1")
+    root = make_examples_repo(tmp_path / "r", contract)
     code, out, err = ratchet("run", str(root))
     assert code == 0, err
     assert out["result"]["stop_reason"] == "budget_exhausted" and out["result"]["budget"] == "max_val_trials"

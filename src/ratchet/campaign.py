@@ -9,6 +9,7 @@ candidates again.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import replace
 from typing import Any
 
@@ -116,7 +117,7 @@ class Campaign:
         job_wall = sum(float(j.get("elapsed_s") or 0.0) for j in ran) / len(ran) if ran else 0.0
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
-        name = exhausted(self.contract, spent, state.trials_run, self._reserve(state), self._trial_worst(), expected)
+        name = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
         return ("budget_exhausted", name) if name else None
 
     def _target_reached(self, target: float) -> bool:
@@ -140,7 +141,7 @@ class Campaign:
             return trial_worst_case(self.examples.looks()[-1], confirm=False)
         return trial_worst_case(self.contract.gate.units[-1], self.confirms)
 
-    def _reserve(self, state: RunState) -> int:
+    def _reserve(self) -> int:
         if self.examples is not None:
             return self.examples.final_units()
         return holdout_worst_case(self.contract.gate.holdout_size)
@@ -350,9 +351,7 @@ def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str
     )
 
 
-def _ts(text: str):
-    import datetime as dt
-
+def _ts(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 

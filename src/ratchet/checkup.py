@@ -112,7 +112,8 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
         "network": contract.sandbox.network,
     }
     if mode == "bwrap" and not status.available:
-        summary["warning"] = f"sandbox.mode = 'bwrap' but bubblewrap does not work here ({status.reason}): run will refuse"
+        summary["warning"] = (f"sandbox.mode = 'bwrap' but bubblewrap does not work here ({status.reason}): "
+                              "run will refuse")
     elif mode == "none" or resolved == "none":
         summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
     return summary
@@ -122,8 +123,14 @@ def examples_summary(contract: Contract, root: Path, first_level: float) -> dict
     """Split sizes, duplicates dropped, the smallest pass-rate gain val can detect at the first
     trial's level with 80% power, and warnings (small splits, an unreachable gate.target).
     Raises DataError (examples.*) for a bad examples file."""
-    from ratchet.targets.examples import clamp_looks, load_examples, mde_binary, split_examples, split_warnings
-    from ratchet.targets.examples import target_unreachable
+    from ratchet.targets.examples import (
+        clamp_looks,
+        load_examples,
+        mde_binary,
+        split_examples,
+        split_warnings,
+        target_unreachable,
+    )
 
     data = load_examples(root / (contract.target.examples or ""))
     split = split_examples(data.examples, contract.target.split, contract.campaign.seed)

@@ -52,7 +52,8 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
     except RatchetError as exc:
         _fail(command, as_json, debug, exc.to_json(), exc.exit_code)
     except KeyboardInterrupt:
-        _fail(command, as_json, debug, {"code": "interrupted", "message": "interrupted", "hint": None}, EXIT_INTERRUPTED)
+        error = {"code": "interrupted", "message": "interrupted", "hint": None}
+        _fail(command, as_json, debug, error, EXIT_INTERRUPTED)
     except Exception as exc:  # the last line of defence: no traceback for the user unless asked
         error = {
             "code": "internal",

@@ -203,9 +203,10 @@ class TargetSection(_Model):
     @model_validator(mode="after")
     def _kind_keys(self) -> TargetSection:
         given = self.model_fields_set
-        required, foreign = (
-            (_BENCHMARK_KEYS, _EXAMPLES_KEYS) if self.kind == "benchmark" else (("examples", "solution"), _BENCHMARK_KEYS)
-        )
+        if self.kind == "benchmark":
+            required, foreign = _BENCHMARK_KEYS, _EXAMPLES_KEYS
+        else:
+            required, foreign = ("examples", "solution"), _BENCHMARK_KEYS
         missing = [k for k in required if getattr(self, k) is None]
         if missing:
             raise ValueError(f"target.kind = {self.kind!r} requires {', '.join('target.' + k for k in missing)}")

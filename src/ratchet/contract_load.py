@@ -71,7 +71,8 @@ def parse_contract(text: str, source: str = CONTRACT_FILE) -> Contract:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ContractError("contract.toml", f"{source}: not valid TOML: {exc}", hint="fix the syntax at that line") from None
+        raise ContractError("contract.toml", f"{source}: not valid TOML: {exc}",
+                            hint="fix the syntax at that line") from None
     try:
         return Contract.model_validate(data)
     except ValidationError as exc:

@@ -145,7 +145,8 @@ class ExamplesTrials:
             decision = decide(self._scores(results, ids, retried), settings)
             if decision.verdict == "continue" and decision.reason == "champion_retry":
                 again = [order[u] for u in decision.retry_units]
-                results["champion"].update(runner.measure(champion_tree, again, job_prefix=f"a{attempt:04d}-{stage}-l{look}-retry",
+                prefix = f"a{attempt:04d}-{stage}-l{look}-retry"
+                results["champion"].update(runner.measure(champion_tree, again, job_prefix=prefix,
                                                           attempt=attempt, stage=stage, variant="champion"))
                 retried |= set(decision.retry_units)
                 decision = decide(self._scores(results, ids, retried), settings)

@@ -56,7 +56,8 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     g = r["gate"]
     out.print(
         f"[bold]gate[/]     alpha {g['alpha']} ({g['multiplicity']}), looks {g['units']}, "
-        f"min_effect {g['min_effect']} / rel {g['min_effect_rel']}, confirm {g['confirm']}, holdout {g['holdout_size']} units"
+        f"min_effect {g['min_effect']} / rel {g['min_effect_rel']}, confirm {g['confirm']}, "
+        f"holdout {g['holdout_size']} units"
     )
     table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)", "reachable")
     rows = g["levels"]

@@ -5,8 +5,8 @@ the run, build the agent, run the campaign, write the report. Returns the `--jso
 from __future__ import annotations
 
 import secrets
-import sys
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 

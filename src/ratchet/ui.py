@@ -67,7 +67,8 @@ class LogUI:
 
     def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None:
         """One line per promotion."""
-        self.console.print(f"promoted attempt {attempt}: {commit[:10]} gain {fmt_num(estimate)} {fmt_interval(interval)}",
+        line = f"promoted attempt {attempt}: {commit[:10]} gain {fmt_num(estimate)} {fmt_interval(interval)}"
+        self.console.print(line,
                            markup=False)
 
     def note(self, text: str) -> None:

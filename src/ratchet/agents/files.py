@@ -54,7 +54,8 @@ class FilesAgent:
         for path in sorted(entry.rglob("*")):
             rel = path.relative_to(entry).as_posix()
             if path.is_symlink():
-                return Submit(None, report, entry.name, invalid=f"{entry.name}/{rel} is a symlink; candidates may not add symlinks")
+                why = f"{entry.name}/{rel} is a symlink; candidates may not add symlinks"
+                return Submit(None, report, entry.name, invalid=why)
             if not path.is_file():
                 continue
             if rel == REPORT_FILE:

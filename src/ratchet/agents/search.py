@@ -66,7 +66,8 @@ class SearchAgent:
         for past in ctx.history:
             if past.params is None or set(past.params) != set(dists):
                 continue
-            state = optuna.trial.TrialState.COMPLETE if past.candidate_mean is not None else optuna.trial.TrialState.FAIL
+            states = optuna.trial.TrialState
+            state = states.COMPLETE if past.candidate_mean is not None else states.FAIL
             study.add_trial(
                 optuna.trial.create_trial(
                     params=dict(past.params), distributions=dists, value=past.candidate_mean, state=state

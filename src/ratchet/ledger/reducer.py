@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -166,31 +166,60 @@ def _judgment(data: Mapping[str, Any]) -> Judgment:
 
 
 class _Folder:
-    """Mutable accumulator used only inside fold(); one handler per event kind."""
+    """Mutable accumulator used only inside fold(): RunState's fields as plain attributes, one
+    handler per event kind. The frozen RunState is built once, by result(): replacing a 30-field
+    frozen dataclass on every event was most of replay's time."""
 
     def __init__(self) -> None:
-        self.state = RunState()
-        self.attempts: dict[int, AttemptState] = {}
+        self.run_id: str | None = None
+        self.state: RunStatus = "running"
+        self.stop_reason: str | None = None
+        self.stop_budget: str | None = None
+        self.stop_detail: str | None = None
+        self.contract_digest: str | None = None
+        self.baseline = TreeRef(None, None)
+        self.champion = Champion(None, None)
+        self.promotions = 0
+        self.holdout: Judgment | None = None
+        self.last_attempt = 0
+        self.trials_run = 0
+        self.open_trial: Mapping[str, Any] | None = None
+        self.limits: Mapping[str, Any] = MappingProxyType({})
+        self.holdout_reserve = 0
+        self.salt: str | None = None
+        self.sandbox: str | None = None
+        self.target_kind: str | None = None
+        self.direction: str | None = None
+        self.sessions = 0
+        self.repairs = 0
+        self.last_seq = -1
+        self.attempts: dict[int, dict[str, Any]] = {}  # number -> AttemptState fields set so far
         self.finished: dict[str, Mapping[str, Any]] = {}
         self.running: dict[str, int | None] = {}
         self.judged_since_promotion: set[Any] = set()
-        self.budget = BudgetUsed()
+        self.started = 0  # BudgetUsed.attempts
+        self.evaluations = 0
+        self.cpu_hours = 0.0
+        self.gpu_hours = 0.0
+        self.wall_s = 0.0
         self.session_start: dt.datetime | None = None
         self.closed_wall_s = 0.0
-
-    def set(self, **changes: Any) -> None:
-        self.state = replace(self.state, **changes)
+        self.handlers: dict[str, Any] = {}
 
     def touch_attempt(self, number: Any, **changes: Any) -> None:
         if not isinstance(number, int):
             return
-        current = self.attempts.get(number, AttemptState(attempt=number))
-        self.attempts[number] = replace(current, **changes)
+        fields = self.attempts.get(number)
+        if fields is None:
+            fields = self.attempts[number] = {"attempt": number}
+        fields.update(changes)
 
     def step(self, event: Event) -> None:
-        handler = getattr(self, "on_" + event.kind.replace(".", "_"))
+        handler = self.handlers.get(event.kind)
+        if handler is None:
+            handler = self.handlers[event.kind] = getattr(self, "on_" + event.kind.replace(".", "_"))
         handler(event.data)
-        self.set(last_seq=event.seq)
+        self.last_seq = event.seq
         self.track_wall(event)
 
     def track_wall(self, event: Event) -> None:
@@ -198,48 +227,42 @@ class _Folder:
             return  # written by a resuming kernel before its run.resumed: the downtime is no session's
         when = _parse_ts(event.ts)
         if event.kind in ("run.started", "run.resumed"):
-            self.closed_wall_s = self.budget.wall_s
+            self.closed_wall_s = self.wall_s
             self.session_start = when
         if self.session_start is not None:
             elapsed = max((when - self.session_start).total_seconds(), 0.0)
-            self.budget = replace(self.budget, wall_s=self.closed_wall_s + elapsed)
+            self.wall_s = self.closed_wall_s + elapsed
 
     def on_run_started(self, d: Mapping[str, Any]) -> None:
         baseline = d.get("baseline") or {}
         ref = TreeRef(baseline.get("commit"), baseline.get("tree"))
-        self.set(
-            run_id=d.get("run_id"),
-            contract_digest=d.get("contract_digest"),
-            baseline=ref,
-            champion=Champion(ref.commit, ref.tree),
-            salt=d.get("salt"),
-            sandbox=d.get("sandbox"),
-            target_kind=d.get("target_kind"),
-            direction=d.get("direction"),
-            limits=MappingProxyType(dict(d.get("limits") or {})),
-            holdout_reserve=d.get("holdout_reserve") or 0,
-            sessions=self.state.sessions + 1,
-        )
+        self.run_id = d.get("run_id")
+        self.contract_digest = d.get("contract_digest")
+        self.baseline = ref
+        self.champion = Champion(ref.commit, ref.tree)
+        self.salt = d.get("salt")
+        self.sandbox = d.get("sandbox")
+        self.target_kind = d.get("target_kind")
+        self.direction = d.get("direction")
+        self.limits = MappingProxyType(dict(d.get("limits") or {}))
+        self.holdout_reserve = d.get("holdout_reserve") or 0
+        self.sessions += 1
 
     def on_run_resumed(self, d: Mapping[str, Any]) -> None:
-        self.set(
-            state="running",
-            stop_reason=None,
-            stop_budget=None,
-            stop_detail=None,
-            sessions=self.state.sessions + 1,
-        )
+        self.state = "running"
+        self.stop_reason = self.stop_budget = self.stop_detail = None
+        self.sessions += 1
 
     def on_attempt_started(self, d: Mapping[str, Any]) -> None:
         number = d.get("attempt")
         self.touch_attempt(number)
-        self.budget = replace(self.budget, attempts=self.budget.attempts + 1)
+        self.started += 1
         if isinstance(number, int):
-            self.set(last_attempt=max(self.state.last_attempt, number))
+            self.last_attempt = max(self.last_attempt, number)
 
     def on_agent_launched(self, d: Mapping[str, Any]) -> None:
         current = self.attempts.get(d.get("attempt"))
-        self.touch_attempt(d.get("attempt"), launches=(current.launches if current else 0) + 1)
+        self.touch_attempt(d.get("attempt"), launches=(current.get("launches", 0) if current else 0) + 1)
 
     def on_attempt_submitted(self, d: Mapping[str, Any]) -> None:
         params = d.get("params")
@@ -255,9 +278,9 @@ class _Folder:
         self.touch_attempt(d.get("attempt"), gave_up=d.get("reason"))
 
     def on_trial_planned(self, d: Mapping[str, Any]) -> None:
-        self.set(open_trial=d)
+        self.open_trial = d
         if d.get("stage") == "trial":
-            self.set(trials_run=self.state.trials_run + 1)
+            self.trials_run += 1
 
     def on_job_started(self, d: Mapping[str, Any]) -> None:
         job_id = d.get("job_id")
@@ -270,24 +293,20 @@ class _Folder:
         self.finished[job_id] = d
         if d.get("cached"):
             return
-        b = self.budget
-        self.budget = replace(
-            b,
-            evaluations=b.evaluations + int(d.get("units_charged") or 0),
-            cpu_hours=b.cpu_hours + float(d.get("cpu_s") or 0.0) / 3600.0,
-            gpu_hours=b.gpu_hours + float(d.get("gpu_s") or 0.0) / 3600.0,
-        )
+        self.evaluations += int(d.get("units_charged") or 0)
+        self.cpu_hours += float(d.get("cpu_s") or 0.0) / 3600.0
+        self.gpu_hours += float(d.get("gpu_s") or 0.0) / 3600.0
 
     def on_trial_judged(self, d: Mapping[str, Any]) -> None:
         judgment = _judgment(d)
-        planned = self.state.open_trial
+        planned = self.open_trial
         if planned is not None and (planned.get("attempt"), planned.get("stage")) == (
             d.get("attempt"),
             d.get("stage"),
         ):
-            self.set(open_trial=None)
+            self.open_trial = None
         if judgment.stage == "holdout":
-            self.set(holdout=judgment)
+            self.holdout = judgment
         elif judgment.stage == "confirm":
             self.touch_attempt(judgment.attempt, confirm=judgment)
         elif judgment.stage == "trial":
@@ -305,32 +324,51 @@ class _Folder:
             )
 
     def on_champion_promoted(self, d: Mapping[str, Any]) -> None:
-        champion = Champion(
+        self.champion = Champion(
             d.get("commit"), d.get("tree"), d.get("estimate"), _interval(d.get("interval")), d.get("attempt")
         )
         self.judged_since_promotion.clear()
-        self.set(champion=champion, promotions=self.state.promotions + 1)
+        self.promotions += 1
 
     def on_run_stopped(self, d: Mapping[str, Any]) -> None:
         reason = d.get("stop_reason")
-        self.set(
-            state="interrupted" if reason == "interrupted" else "stopped",
-            stop_reason=reason,
-            stop_budget=d.get("budget"),
-            stop_detail=d.get("detail"),
-        )
+        self.state = "interrupted" if reason == "interrupted" else "stopped"
+        self.stop_reason = reason
+        self.stop_budget = d.get("budget")
+        self.stop_detail = d.get("detail")
 
     def on_ledger_repaired(self, d: Mapping[str, Any]) -> None:
-        self.set(repairs=self.state.repairs + 1)
+        self.repairs += 1
 
     def result(self) -> RunState:
-        return replace(
-            self.state,
-            attempts=tuple(self.attempts[n] for n in sorted(self.attempts)),
-            budget_used=self.budget,
+        return RunState(
+            run_id=self.run_id,
+            state=self.state,
+            stop_reason=self.stop_reason,
+            stop_budget=self.stop_budget,
+            stop_detail=self.stop_detail,
+            contract_digest=self.contract_digest,
+            baseline=self.baseline,
+            champion=self.champion,
+            promotions=self.promotions,
+            attempts=tuple(AttemptState(**self.attempts[n]) for n in sorted(self.attempts)),
+            holdout=self.holdout,
+            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall_s),
             finished_jobs=MappingProxyType(dict(self.finished)),
             running_jobs=MappingProxyType(dict(self.running)),
+            last_attempt=self.last_attempt,
+            trials_run=self.trials_run,
             consecutive_without_promotion=len(self.judged_since_promotion),
+            open_trial=self.open_trial,
+            limits=self.limits,
+            holdout_reserve=self.holdout_reserve,
+            salt=self.salt,
+            sandbox=self.sandbox,
+            target_kind=self.target_kind,
+            direction=self.direction,
+            sessions=self.sessions,
+            repairs=self.repairs,
+            last_seq=self.last_seq,
         )
 
 
