@@ -95,7 +95,7 @@ def main() -> None:
         ["wall time, ledger (run.started to the last event)", f"{used['wall_s']:.0f} s"],
         ["wall time, `ratchet run` process", f"**{wall:.0f} s**"],
         [
-            "CPU hours of jobs, as recorded (under bwrap the job's own CPU is not counted)",
+            "CPU hours of jobs, as recorded (under bwrap: each job's wall time on one core)",
             f"{used['cpu_hours']:.4f}",
         ],
         ["peak RSS of `ratchet run` (MiB)", f"{rss:.0f}"],

@@ -2,9 +2,9 @@
 
 Ratchet's rules call Ratchet's own code: `ratchet.stats.paired` (sign_flip_test on a 2-D batch,
 binary_margin_test, i.e. exact McNemar at margin 0), `ratchet.stats.sequential` (boundaries,
-walk_looks) and `ratchet.stats.multiplicity.trial_level`: the batched path tests/stats/
-test_simulation.py checks against `ratchet.gate.decide`. The field's rules are a few lines each
-over the same simulated scores.
+walk_looks), `ratchet.stats.multiplicity.trial_level` and `ratchet.gate.confirmation_looks`: the
+batched path tests/stats/test_simulation.py checks against `ratchet.gate.decide`. The field's
+rules are a few lines each over the same simulated scores.
 
 The model (one unit = one seed; direction max):
     score(variant, seed) = MU + true mean of the variant + seed effect + run noise
@@ -21,8 +21,9 @@ The model (one unit = one seed; direction max):
 
 Rules, for attempt t of a campaign of T attempts:
 - ratchet (campaign | trial): fresh units every trial, looks LOOKS with the trial's level
-  (trial_level(ALPHA, multiplicity, t, T)); an accepted trial is re-measured on as many fresh units
-  at the same level (one look) and promoted only if that passes, as the kernel does
+  (trial_level(ALPHA, multiplicity, t, T)); an accepted trial that used n units is re-measured on
+  fresh units with the looks gate.confirmation_looks(LOOKS, n) = (n, later looks) at the same
+  level, sequentially like a trial, and promoted only if that accepts, as the kernel does
   (campaign.py `_submit`). 2 job-units per unit, confirmation included.
 - keep-if-better (autoresearch-style): the candidate runs once (its own seed); promoted if its
   score beats the champion's recorded single score, which it then replaces. 1 job-unit.
@@ -46,6 +47,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
+from ratchet.gate import confirmation_looks  # noqa: E402
 from ratchet.stats.multiplicity import trial_level  # noqa: E402
 from ratchet.stats.paired import binary_margin_test, sign_flip_test  # noqa: E402
 from ratchet.stats.sequential import ACCEPTED, boundaries, walk_looks  # noqa: E402
@@ -113,22 +115,23 @@ def thresholds(level: float, looks: Sequence[int], kind: str) -> list[float]:
 
 @dataclass
 class LookPValues:
-    """p-values of a batch of trials at each look, computed only where some rule can read them:
+    """p-values of a batch of trials at each of `looks`, computed only where some rule can read them:
     look 1 for all, later looks only for trials not futile before (futility does not depend on the
-    level), and FIXED_N for all when `fixed` (the fixed-n designs read it)."""
+    level), and FIXED_N for all when `fixed` (the fixed-n designs read it). d: (trials, >= looks[-1])."""
 
     d: np.ndarray
     kind: str
     fixed: bool = True
+    looks: tuple[int, ...] = LOOKS
     p: np.ndarray = field(init=False)
     est: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         d = self.d
-        self.est = np.stack([d[:, :n].mean(1) for n in LOOKS], axis=1)
-        self.p = np.ones((d.shape[0], len(LOOKS)))
+        self.est = np.stack([d[:, :n].mean(1) for n in self.looks], axis=1)
+        self.p = np.ones((d.shape[0], len(self.looks)))
         alive = np.ones(d.shape[0], dtype=bool)
-        for k, n in enumerate(LOOKS):
+        for k, n in enumerate(self.looks):
             need = alive | (self.fixed and n == FIXED_N)
             rows = np.flatnonzero(need)
             self.p[rows, k] = p_values(d[rows, :n], self.kind)
@@ -136,20 +139,20 @@ class LookPValues:
 
 
 def sequential(p: LookPValues, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(accepted, units) per trial under looks LOOKS at each trial's level (walk_looks per level)."""
+    """(accepted, units) per trial under looks p.looks at each trial's level (walk_looks per level)."""
     accepted = np.zeros(len(levels), dtype=bool)
     units = np.zeros(len(levels), dtype=np.int64)
     for level in np.unique(levels):
         rows = np.flatnonzero(levels == level)
-        look, outcome = walk_looks(p.p[rows], p.est[rows], 0.0, thresholds(float(level), LOOKS, p.kind))
+        look, outcome = walk_looks(p.p[rows], p.est[rows], 0.0, thresholds(float(level), p.looks, p.kind))
         accepted[rows] = outcome == ACCEPTED
-        units[rows] = np.asarray(LOOKS)[look]
+        units[rows] = np.asarray(p.looks)[look]
     return accepted, units
 
 
 def fixed_n(p: LookPValues, levels: np.ndarray) -> np.ndarray:
     """accepted per trial with one look at FIXED_N units at each trial's level."""
-    k = LOOKS.index(FIXED_N)
+    k = p.looks.index(FIXED_N)
     accepted = np.zeros(len(levels), dtype=bool)
     for level in np.unique(levels):
         rows = np.flatnonzero(levels == level)
@@ -161,22 +164,25 @@ def fixed_n(p: LookPValues, levels: np.ndarray) -> np.ndarray:
 
 
 def confirm(
-    d_fresh: np.ndarray, accepted: np.ndarray, units: np.ndarray, levels: np.ndarray, kind: str
-) -> np.ndarray:
-    """Confirmation as the kernel runs it: each accepted trial re-measured on `units` fresh units
-    (the first of its row of d_fresh) at its level, one look. Returns promoted per trial."""
+    d_fresh: np.ndarray,
+    accepted: np.ndarray,
+    units: np.ndarray,
+    levels: np.ndarray,
+    kind: str,
+    looks: Sequence[int] = LOOKS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Confirmation as the kernel runs it (campaign.py `_submit`): each accepted trial that used
+    `units` units of the design `looks` is re-measured on fresh units (its row of d_fresh) with the
+    looks `ratchet.gate.confirmation_looks(looks, units)` = (units, later looks) at its level, as
+    a trial of its own (the spending over those looks, futility at their interim looks).
+    Returns (promoted, confirmation units) per trial; both 0 where the trial was not accepted."""
     promoted = np.zeros(len(accepted), dtype=bool)
+    used = np.zeros(len(accepted), dtype=np.int64)
     for n in np.unique(units[accepted]):
         rows = np.flatnonzero(accepted & (units == n))
-        p = p_values(d_fresh[rows, :n], kind)
-        est = d_fresh[rows, :n].mean(1)
-        for level in np.unique(levels[rows]):
-            sub = levels[rows] == level
-            _, outcome = walk_looks(
-                p[sub, None], est[sub, None], 0.0, thresholds(float(level), (int(n),), kind)
-            )
-            promoted[rows[sub]] = outcome == ACCEPTED
-    return promoted
+        conf = confirmation_looks(tuple(looks), int(n))
+        promoted[rows], used[rows] = sequential(LookPValues(d_fresh[rows], kind, False, conf), levels[rows])
+    return promoted, used
 
 
 def campaign_levels(multiplicity: str, attempts: int) -> np.ndarray:
@@ -261,8 +267,8 @@ def ratchet_campaigns(
     for multiplicity in ("campaign", "trial"):
         levels = np.tile(campaign_levels(multiplicity, attempts), campaigns)
         accepted, units = sequential(looks, levels)
-        promoted = confirm(fresh, accepted, units, levels, kind)
-        job_units = 2 * units + 2 * units * accepted
+        promoted, confirm_units = confirm(fresh, accepted, units, levels, kind)
+        job_units = 2 * (units + confirm_units)
         out[f"ratchet-{multiplicity}"] = _paired_outcome(
             rng,
             promoted,

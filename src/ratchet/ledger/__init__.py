@@ -1,8 +1,11 @@
 """The ledger: the run's append-only event log and everything derived from it or stored beside it.
 
-- events.py: the hash-chained events.jsonl (EventLog, read_events, the closed EVENT_KINDS list)
+- events.py: the hash-chained events.jsonl, read and appended (EventLog, read_events, scan_log)
+- schema.py: one line of it (Event, the closed EVENT_KINDS list, GENESIS_PREV, LedgerLineError)
+- verify.py: checking its lines (scan_events) or only its hash chain (check_chain)
 - reducer.py: the pure fold of events into a RunState
 - index.py: the derived, rebuildable index.sqlite
+- snapshot.py: the state `ratchet status` shows, read from the index when the chain vouches for it
 - blobs.py: content-addressed files under blobs/
 - lock.py: one writer per run (flock), is_locked for status
 - rundir.py: the run directory layout (DESIGN.md §7), run ids, .git/info/exclude

@@ -2,7 +2,7 @@
 
 Pure: no I/O, no clock. Every number here comes from the events (wall time from their `ts`).
 Event data may carry extra keys (ignored) and missing keys read as None; the event kinds are the
-closed list of events.EVENT_KINDS.
+closed list of schema.EVENT_KINDS.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ratchet.ledger.events import Event
+from ratchet.ledger.schema import Event
 
 RunStatus = Literal["running", "stopped", "interrupted"]
 """running: no stop recorded since the last start/resume (the CLI reads "running but the lock is

@@ -1,0 +1,212 @@
+"""The state `ratchet status` shows, read without writing from a run's index.sqlite (index.py).
+
+`Snapshot.status_state` reads it from an index that holds exactly the events of a ledger whose hash
+chain was just checked (verify.check_chain): the cheap path for long runs. Anything it cannot vouch
+for returns None, and the caller folds the ledger (reducer.fold). Every value mirrors fold's field
+for field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ratchet.canonical import MAX_SAFE_INT
+from ratchet.ledger.reducer import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
+from ratchet.ledger.schema import Event
+from ratchet.ledger.verify import Chain
+
+_SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired")
+"""The events whose timestamps (with their predecessors' and the last event's) fix the wall clock."""
+
+
+class Snapshot:
+    """A read-only view of an index.sqlite, frozen at `open` (one read transaction: a kernel
+    writing meanwhile is not seen). `last`: (seq, digest) of its last event, None when empty.
+    Close it when done."""
+
+    def __init__(self, conn: sqlite3.Connection, last: tuple[int, str] | None):
+        self._conn = conn
+        self.last = last
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Snapshot | None:
+        """Open the index at `path` read-only (no write, no schema change); None when it is missing
+        or unreadable."""
+        if not Path(path).is_file():
+            return None
+        try:
+            conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return None
+        try:
+            conn.execute("BEGIN")
+            row = conn.execute(
+                "SELECT seq, digest FROM events WHERE seq = (SELECT MAX(seq) FROM events)"
+            ).fetchone()
+        except sqlite3.Error:
+            conn.close()
+            return None
+        return cls(conn, None if row is None else (row[0], row[1]))
+
+    def close(self) -> None:
+        """End the read transaction and close the connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def status_state(self, chain: Chain) -> RunState | None:
+        """The RunState fields `ratchet status` reads, or None.
+
+        Only when `chain` (verify.check_chain over the ledger's first lines) ends on this index's
+        last event (same count, same digest): every earlier line is then pinned by its successor's
+        `prev`, so the index holds exactly those events, each verified by the kernel before it was
+        indexed. Filled: run_id, state, stop_reason, stop_budget, baseline, champion, promotions,
+        attempts, holdout, budget_used, limits, last_seq. Not filled (defaults; never resume from
+        this): finished_jobs, running_jobs, open_trial, trial counters, salt and the other
+        run.started facts. The wall clock comes from `fold` itself over the events it reads
+        (session starts, repairs, the event before each, the last event); every other value
+        mirrors fold field for field. None as well when the index holds values fold would read
+        differently (a non-integer attempt number, more than one run.started, a job finished twice,
+        GPU seconds, which the jobs table does not keep) or on any SQLite error.
+        """
+        if self.last is None or (len(chain.lines) - 1, chain.last_digest) != self.last:
+            return None
+        try:
+            return _status_state(self._conn, chain)
+        except (sqlite3.Error, ValueError, TypeError, KeyError):
+            return None
+
+
+def _number(value: Any) -> Any:
+    """A REAL column's value as json.loads read it from the ledger: canonical JSON writes an
+    integral float as an integer (2.0 as 2), and SQLite's REAL affinity turned it back into 2.0."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INT:
+        return int(value)
+    return value
+
+
+def _pair(lo: Any, hi: Any) -> tuple[Any, Any] | None:
+    return None if lo is None and hi is None else (_number(lo), _number(hi))
+
+
+def _status_state(conn: sqlite3.Connection, chain: Chain) -> RunState | None:
+    last = len(chain.lines) - 1
+    counts = dict(conn.execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall())
+    first = conn.execute("SELECT kind FROM events WHERE seq = 0").fetchone()
+    odd_attempts = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM attempts WHERE typeof(attempt) != 'integer') + "
+        "(SELECT COUNT(*) FROM judgments WHERE stage = 'confirm' AND typeof(attempt) != 'integer')"
+    ).fetchone()[0]
+    gpu = b'"gpu_s":' in chain.raw  # the jobs table has no GPU seconds to sum
+    if counts.get("run.started") != 1 or first != ("run.started",) or odd_attempts or gpu:
+        return None
+    budget = _budget(conn, counts, last)
+    if budget is None:
+        return None
+    meta = {key: json.loads(value) for key, value in conn.execute("SELECT key, value FROM meta")}
+    baseline = meta.get("baseline") or {}
+    ref = TreeRef(baseline.get("commit"), baseline.get("tree"))
+    promoted = conn.execute(
+        "SELECT commit_hash, tree, estimate, interval_lo, interval_hi, attempt FROM promotions "
+        "ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
+    champion = Champion(ref.commit, ref.tree)
+    if promoted is not None:
+        commit, tree, estimate, lo, hi, attempt = promoted
+        champion = Champion(commit, tree, _number(estimate), _pair(lo, hi), attempt)
+    return RunState(
+        run_id=meta.get("run_id"),
+        state=meta.get("state") or "running",
+        stop_reason=meta.get("stop_reason"),
+        stop_budget=meta.get("stop_budget"),
+        baseline=ref,
+        champion=champion,
+        promotions=counts.get("champion.promoted", 0),
+        attempts=_attempts(conn),
+        holdout=_last_judgment(conn, "holdout"),
+        budget_used=budget,
+        limits=MappingProxyType(dict(meta.get("limits") or {})),
+        last_seq=last,
+    )
+
+
+_JUDGMENT_COLUMNS = (
+    "stage, verdict, reason, reason_text, estimate, interval_lo, interval_hi, p_value, units, level, attempt"
+)
+
+
+def _judgment(row: Sequence[Any]) -> Judgment:
+    stage, verdict, reason, text, estimate, lo, hi, p_value, units, level, attempt = row
+    return Judgment(stage, verdict, reason, text, _number(estimate), _pair(lo, hi), _number(p_value),
+                    units, _number(level), attempt)
+
+
+def _last_judgment(conn: sqlite3.Connection, stage: str) -> Judgment | None:
+    row = conn.execute(
+        f"SELECT {_JUDGMENT_COLUMNS} FROM judgments WHERE stage = ? ORDER BY seq DESC LIMIT 1", (stage,)
+    ).fetchone()
+    return None if row is None else _judgment(row)
+
+
+def _attempts(conn: sqlite3.Connection) -> tuple[AttemptState, ...]:
+    """AttemptState per attempts row, as fold builds them (confirm: the attempt's last confirm judgment)."""
+    query = f"SELECT {_JUDGMENT_COLUMNS} FROM judgments WHERE stage = 'confirm' ORDER BY seq"
+    confirms = {row[-1]: _judgment(row) for row in conn.execute(query)}
+    out = []
+    for row in conn.execute(
+        "SELECT attempt, tree, summary, params, report_blob, launches, verdict, reason, reason_text, "
+        "estimate, interval_lo, interval_hi, p_value, units, level, gave_up FROM attempts ORDER BY attempt"
+    ):
+        (attempt, tree, summary, params, blob, launches, verdict, reason, text, estimate, lo, hi, p_value,
+         units, level, gave_up) = row
+        params = None if params is None else json.loads(params)
+        out.append(AttemptState(
+            attempt=attempt, tree=tree, summary=summary,
+            params=MappingProxyType(dict(params)) if isinstance(params, Mapping) else None,
+            report_blob=blob, launches=launches, verdict=verdict, reason=reason, reason_text=text,
+            estimate=_number(estimate), interval=_pair(lo, hi), p_value=_number(p_value), units=units,
+            level=_number(level), confirm=confirms.get(attempt), gave_up=gave_up,
+        ))
+    return tuple(out)
+
+
+def _budget(conn: sqlite3.Connection, counts: Mapping[str, int], last: int) -> BudgetUsed | None:
+    """BudgetUsed as fold sums it: job-units and CPU hours over job.finished in ledger order (one
+    jobs row per job.finished, else None), attempts counted, the wall clock from fold itself."""
+    finished, evaluations = conn.execute(
+        "SELECT COUNT(*), SUM(CASE WHEN cached THEN 0 ELSE CAST(COALESCE(units_charged, 0) AS INTEGER) END) "
+        "FROM jobs WHERE finished_seq IS NOT NULL"
+    ).fetchone()
+    if finished != counts.get("job.finished", 0) or not isinstance(evaluations, int | None):
+        return None
+    cpu_hours = 0.0
+    for (cpu_s,) in conn.execute(  # summed in ledger order, as fold does, for the same last bits
+        "SELECT cpu_s FROM jobs WHERE finished_seq IS NOT NULL AND NOT cached ORDER BY finished_seq"
+    ):
+        cpu_hours += float(cpu_s or 0.0) / 3600.0
+    marks = ", ".join("?" for _ in _SESSION_KINDS)
+    query = f"SELECT seq FROM events WHERE kind IN ({marks})"
+    starts = [seq for (seq,) in conn.execute(query, _SESSION_KINDS)]
+    wanted = sorted({last, *starts, *(seq - 1 for seq in starts if seq > 0)})
+    clock = fold(_events(conn, wanted)).budget_used.wall_s
+    return BudgetUsed(counts.get("attempt.started", 0), evaluations or 0, cpu_hours, 0.0, clock)
+
+
+def _events(conn: sqlite3.Connection, seqs: Sequence[int]) -> list[Event]:
+    rows = conn.execute(
+        f"SELECT seq, ts, kind, prev, data, digest FROM events WHERE seq IN ({', '.join('?' for _ in seqs)}) "
+        "ORDER BY seq",
+        list(seqs),
+    ).fetchall()
+    return [Event(seq, ts, kind, prev, json.loads(data), digest)
+            for seq, ts, kind, prev, data, digest in rows]
