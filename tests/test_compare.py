@@ -68,3 +68,21 @@ def test_a_metric_printed_after_more_than_the_output_cap_is_still_read(repo: Pat
     code, out, err = ratchet("compare", "main", "loud", "--dir", str(repo))
     assert code == 0, err
     assert out["result"]["verdict"] == "accepted", out["result"]["reason_text"]
+
+
+def test_a_killed_compare_never_blocks_a_run_and_is_not_resumable(repo: Path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from ratchet.kernel import CRASH_AT_ENV, interrupted_runs
+
+    killed = subprocess.run([sys.executable, "-m", "ratchet", "compare", "main", "better", "--dir", str(repo),
+                             "--json"], capture_output=True, timeout=120,
+                            env={**os.environ, CRASH_AT_ENV: "after:trial.planned:1"})
+    assert killed.returncode == -signal.SIGKILL
+    (run_id,) = [p.name for p in (repo / ".ratchet" / "runs").iterdir()]
+    assert interrupted_runs(repo) == []
+    code, out, _ = ratchet("run", str(repo), "--resume", run_id)
+    assert code == 2 and out["error"]["code"] == "run.is_compare"
