@@ -9,7 +9,6 @@ candidates again.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import replace
 from typing import Any
 
@@ -18,7 +17,7 @@ from ratchet.budget import exhausted, forecast, holdout_worst_case, limits, tria
 from ratchet.examples_trial import ExampleData, ExamplesTrials
 from ratchet.gate import Decision, GateSettings, confirmation_looks, margin_for
 from ratchet.kernel import Kernel
-from ratchet.ledger.reducer import RunState
+from ratchet.ledger.reducer import RunState, parse_ts
 from ratchet.measure import Interrupted
 from ratchet.plan import Plan, compile_plan
 from ratchet.stats.multiplicity import trial_level
@@ -111,7 +110,7 @@ class Campaign:
         if gate.target is not None and self._target_reached(gate.target):
             return "target_reached", None
         used = state.budget_used
-        now_wall = used.wall_s + max(0.0, (self.k.clock() - _ts(self.k.log.events[-1].ts)).total_seconds())
+        now_wall = used.wall_s + max(0.0, (self.k.clock() - parse_ts(self.k.log.events[-1].ts)).total_seconds())
         spent = replace(used, wall_s=now_wall)
         ran = [j for j in state.finished_jobs.values() if not j.get("cached")]
         job_wall = sum(float(j.get("elapsed_s") or 0.0) for j in ran) / len(ran) if ran else 0.0
@@ -349,10 +348,6 @@ def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str
         f"{d.units} paired units, level {d.level:.3g}).\n\n"
         f"Report:\n{sub.report}\n"
     )
-
-
-def _ts(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str,

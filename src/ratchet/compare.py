@@ -18,6 +18,7 @@ from ratchet.errors import EXIT_INTERRUPTED, RatchetError, UnsupportedError
 from ratchet.gate import Decision, GateSettings
 from ratchet.kernel import new_kernel
 from ratchet.ledger.files import write_temp
+from ratchet.ledger.rundir import COMPARE_MODE
 from ratchet.measure import Interrupted
 from ratchet.plan import compile_plan
 from ratchet.session import open_project, preflight
@@ -52,7 +53,7 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
     try:
         from ratchet.campaign import start_record
 
-        start_record(kernel, salt, base_commit, base_tree, mode="compare")
+        start_record(kernel, salt, base_commit, base_tree, mode=COMPARE_MODE)
         kernel.record("attempt.started", {"attempt": 1})
         kernel.record("attempt.submitted", {"attempt": 1, "tree": cand_tree, "summary": f"{base} -> {candidate}",
                                             "report_blob": None, "params": None})

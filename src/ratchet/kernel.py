@@ -31,7 +31,7 @@ from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
 from ratchet.ledger.reducer import RunState, fold
-from ratchet.ledger.rundir import RATCHET_DIR, RunDir, list_runs, new_run_id
+from ratchet.ledger.rundir import COMPARE_MODE, RATCHET_DIR, RunDir, list_runs, new_run_id
 from ratchet.measure import JobRunner
 from ratchet.workspace.git import Git
 
@@ -175,7 +175,7 @@ def interrupted_runs(root: Path) -> list[str]:
         except RatchetError:
             out.append(run_id)  # damaged: only an explicit resume can say more
             continue
-        if not events or events[0].kind != "run.started" or events[0].data.get("mode") == "compare":
+        if not events or events[0].kind != "run.started" or events[0].data.get("mode") == COMPARE_MODE:
             continue
         if torn is not None or fold(events).state in ("running", "interrupted"):
             out.append(run_id)
@@ -216,7 +216,7 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
                             "in its ledger): nothing was measured, nothing to resume",
                             hint="start a new run with `ratchet run`")
         state = fold(log.events)
-        if log.events and log.events[0].data.get("mode") == "compare":
+        if log.events and log.events[0].data.get("mode") == COMPARE_MODE:
             raise DataError("run.is_compare", f"run {run_id} is a `ratchet compare`, not a campaign: nothing to resume",
                             hint="run the comparison again")
         if state.state == "stopped":

@@ -27,12 +27,12 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch) -
     jobs = launch_jobs(ctx.attempt, launch, action, ctx.champion_tree)
     kernel.once("agent.launched", {"attempt": ctx.attempt, "launch": launch, "jobs": [j.job_id for j in jobs],
                                    "note": action.note[:2000]}, "attempt", "launch")
-    runner = kernel.runner()
+    commands = {planned.job_id: (asked.command, min(asked.timeout_s, MAX_LAUNCH_TIMEOUT_S))
+                for planned, asked in zip(jobs, action.jobs, strict=False)}
+    measured_by_id = kernel.runner().run(jobs, attempt=ctx.attempt, stage="launch", commands=commands)
     results = []
     for planned, asked in zip(jobs, action.jobs, strict=False):
-        timeout = min(asked.timeout_s, MAX_LAUNCH_TIMEOUT_S)
-        m = runner.run([planned], attempt=ctx.attempt, stage="launch", command=asked.command, timeout_s=timeout)
-        measured = m[planned.job_id]
+        measured = measured_by_id[planned.job_id]
         out_dir = kernel.run.jobs / planned.job_id
         results.append(LaunchResult(
             name=asked.name, state=measured.state, exit_code=_exit_code(out_dir), value=measured.value,
@@ -42,11 +42,13 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch) -
 
 
 def _tail(path, limit: int = 4000) -> str:
+    """The last `limit` bytes of a job's output file (seeking: the file may hold megabytes)."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - limit))
+            return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    return data[-limit:].decode("utf-8", "replace")
 
 
 def _exit_code(job_dir) -> int | None:

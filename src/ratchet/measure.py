@@ -89,14 +89,15 @@ class JobRunner:
         self._lock = threading.Lock()
         self._planned: dict[str, PlannedJob] = {}
 
-    def run(self, jobs: Sequence[PlannedJob], *, attempt: int, stage: str, command: str | None = None,
-            timeout_s: float | None = None) -> dict[str, Measurement]:
-        """Measure `jobs`; returns job_id -> Measurement. `command`/`timeout_s` replace the target's
-        (an agent's own experiments: never cached). Raises Interrupted when cancelled."""
+    def run(self, jobs: Sequence[PlannedJob], *, attempt: int, stage: str,
+            commands: Mapping[str, tuple[str, float]] | None = None) -> dict[str, Measurement]:
+        """Measure `jobs` (at most `max_parallel` at a time); returns job_id -> Measurement.
+        `commands`: job_id -> (shell command, timeout in seconds) replacing the target's for every
+        job (an agent's own experiments: never cached). Raises Interrupted when cancelled."""
         out: dict[str, Measurement] = {}
         todo: list[PlannedJob] = []
         self._planned.update({job.job_id: job for job in jobs})
-        use_cache = command is None
+        use_cache = commands is None
         for job in jobs:
             if job.job_id in self.done:
                 out[job.job_id] = Measurement.from_record(self.done[job.job_id])
@@ -109,7 +110,7 @@ class JobRunner:
             self.progress(finished, total)
         if not todo:
             return out
-        specs = [self._spec(job, command, timeout_s) for job in todo]
+        specs = [self._spec(job, (commands or {}).get(job.job_id)) for job in todo]
         by_id = {job.job_id: job for job in todo}
 
         def on_start(job_id: str, pid: int) -> None:
@@ -168,15 +169,15 @@ class JobRunner:
         return Measurement(job.job_id, job.variant, job.unit, job.seed, "ok", float(hit["value"]),
                            "cached measurement", float(hit.get("elapsed_s", 0.0)), 0.0, True, 0)
 
-    def _spec(self, job: PlannedJob, command: str | None, timeout_s: float | None) -> JobSpec:
+    def _spec(self, job: PlannedJob, override: tuple[str, float] | None) -> JobSpec:
         checkout = self.work_dir / job.job_id
         if checkout.exists():  # a partial checkout of a killed kernel: start from scratch
             shutil.rmtree(checkout)
         checkout.parent.mkdir(parents=True, exist_ok=True)
         self.git.materialize_tree(job.tree, checkout, exclude=self.exclude)
-        argv = ("/bin/sh", "-c", command if command is not None else self.target.command or "")
-        return JobSpec(job_id=job.job_id, argv=argv, workdir=checkout, env=self._env(job),
-                       timeout_s=timeout_s if timeout_s is not None else self.target.timeout_s, sandbox=self.sandbox)
+        command, timeout_s = override or (self.target.command or "", self.target.timeout_s)
+        return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
+                       timeout_s=timeout_s, sandbox=self.sandbox)
 
     def _measure(self, job: PlannedJob, result: JobResult) -> Measurement:
         state, value, reason = result.state, None, result.reason

@@ -10,7 +10,6 @@ every line is parsed and verified and the events are folded. `result.ledger` say
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_byte
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
 from ratchet.ledger.reducer import RunState, fold
-from ratchet.ledger.rundir import RunDir, list_runs, open_run
+from ratchet.ledger.rundir import COMPARE_MODE, RunDir, list_runs, open_run, run_mode
 from ratchet.status import status_result
 
 
@@ -40,19 +39,10 @@ def find_run(project_root: Path, run_id: str | None) -> RunDir:
     there is nothing else). Raises DataError `run.bad_id` / `run.not_found`."""
     if run_id is None:
         for candidate in reversed(list_runs(project_root)):
-            if not _is_compare(RunDir(Path(project_root), candidate)):
+            if run_mode(RunDir(Path(project_root), candidate)) != COMPARE_MODE:
                 run_id = candidate
                 break
     return open_run(project_root, run_id)
-
-
-def _is_compare(run: RunDir) -> bool:
-    try:
-        with open(run.events, "rb") as f:
-            first = json.loads(f.readline() or b"{}")
-    except (OSError, ValueError):
-        return False
-    return isinstance(first, dict) and (first.get("data") or {}).get("mode") == "compare"
 
 
 def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:

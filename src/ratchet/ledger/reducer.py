@@ -140,7 +140,8 @@ class RunState:
         return next((a for a in self.attempts if a.attempt == number), None)
 
 
-def _parse_ts(ts: str) -> dt.datetime:
+def parse_ts(ts: str) -> dt.datetime:
+    """An event's `ts` (ISO-8601 UTC text) as an aware datetime."""
     return dt.datetime.fromisoformat(ts)
 
 
@@ -225,7 +226,7 @@ class _Folder:
     def track_wall(self, event: Event) -> None:
         if event.kind == "ledger.repaired":
             return  # written by a resuming kernel before its run.resumed: the downtime is no session's
-        when = _parse_ts(event.ts)
+        when = parse_ts(event.ts)
         if event.kind in ("run.started", "run.resumed"):
             self.closed_wall_s = self.wall_s
             self.session_start = when

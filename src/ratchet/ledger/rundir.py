@@ -18,6 +18,7 @@ Run ids are `YYYYMMDD-HHMMSS-<rand>` in UTC, so sorting them as strings sorts th
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -198,3 +199,20 @@ def ensure_ratchet_dir(project_root: str | os.PathLike[str]) -> Path:
         text += "\n"
     write_exclusive(exclude, (text + EXCLUDE_LINE + "\n").encode("utf-8", errors="surrogateescape"))
     return ratchet
+
+
+COMPARE_MODE = "compare"
+"""`run.started` data `mode` of a `ratchet compare` run: never resumed, never a campaign."""
+
+
+def run_mode(run: RunDir) -> str | None:
+    """The `mode` recorded in the run's first event (`run.started`), or None (a campaign, or an
+    unreadable first line). Reads one line, not the whole ledger."""
+    try:
+        with open(run.events, "rb") as f:
+            first = json.loads(f.readline() or b"{}")
+    except (OSError, ValueError):
+        return None
+    data = first.get("data") if isinstance(first, dict) else None
+    return data.get("mode") if isinstance(data, dict) else None
+
