@@ -1,9 +1,9 @@
 """The simulated world of the gate benchmarks: scores, Ratchet's gate, and the field's rules.
 
-Ratchet's rules call Ratchet's own code: `ratchet.stats.paired` (sign_flip_test on a 2-D batch,
-binary_margin_test, i.e. exact McNemar at margin 0), `ratchet.stats.sequential` (boundaries,
-walk_looks), `ratchet.stats.multiplicity.trial_level` and `ratchet.gate.confirmation_looks`: the
-batched path tests/stats/test_simulation.py checks against `ratchet.gate.decide`. The field's
+Ratchet's rules call Ratchet's own code: `ratchet.core.stats.paired` (sign_flip_test on a 2-D batch,
+binary_margin_test, i.e. exact McNemar at margin 0), `ratchet.core.stats.sequential` (boundaries,
+walk_looks), `ratchet.core.stats.multiplicity.trial_level` and `ratchet.core.gate.confirmation_looks`: the
+batched path tests/core/stats/test_simulation.py checks against `ratchet.core.gate.decide`. The field's
 rules are a few lines each over the same simulated scores.
 
 The model (one unit = one seed; direction max):
@@ -47,10 +47,10 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from ratchet.gate import confirmation_looks  # noqa: E402
-from ratchet.stats.multiplicity import trial_level  # noqa: E402
-from ratchet.stats.paired import binary_margin_test, sign_flip_test  # noqa: E402
-from ratchet.stats.sequential import ACCEPTED, boundaries, walk_looks  # noqa: E402
+from ratchet.core.gate import confirmation_looks  # noqa: E402
+from ratchet.core.stats.multiplicity import trial_level  # noqa: E402
+from ratchet.core.stats.paired import binary_margin_test, sign_flip_test  # noqa: E402
+from ratchet.core.stats.sequential import ACCEPTED, boundaries, walk_looks  # noqa: E402
 
 ALPHA = 0.05
 LOOKS = (10, 20, 40)
@@ -173,7 +173,7 @@ def confirm(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Confirmation as the kernel runs it (campaign.py `_submit`): each accepted trial that used
     `units` units of the design `looks` is re-measured on fresh units (its row of d_fresh) with the
-    looks `ratchet.gate.confirmation_looks(looks, units)` = (units, later looks) at its level, as
+    looks `ratchet.core.gate.confirmation_looks(looks, units)` = (units, later looks) at its level, as
     a trial of its own (the spending over those looks, futility at their interim looks).
     Returns (promoted, confirmation units) per trial; both 0 where the trial was not accepted."""
     promoted = np.zeros(len(accepted), dtype=bool)

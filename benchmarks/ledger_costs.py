@@ -232,8 +232,8 @@ def child_append(path: str, n: int) -> dict[str, Any]:
 
 
 def child_replay(path: str) -> dict[str, Any]:
+    from ratchet.core.state import fold
     from ratchet.ledger.events import read_events
-    from ratchet.ledger.reducer import fold
 
     start = time.perf_counter()
     events = read_events(path)

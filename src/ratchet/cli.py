@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ratchet import __version__
-from ratchet.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RatchetError
+from ratchet.core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RatchetError
 
 app = typer.Typer(
     name="ratchet",
@@ -108,7 +108,7 @@ def init(
     debug: DebugOpt = False,
 ) -> None:
     """Write a contract with every key (defaults shown) and minimal working files."""
-    from ratchet.scaffold import init_project
+    from ratchet.commands.init import init_project
 
     execute("init", as_json, debug, lambda: init_project(directory, kind), _render_init)
 
@@ -122,8 +122,8 @@ def _render_init(result: dict[str, Any]) -> None:
 @app.command()
 def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Validate the contract and show what a run would do, without running anything expensive."""
-    from ratchet.checkup import check_report
-    from ratchet.render import render_check
+    from ratchet.commands.check import check_report
+    from ratchet.present.render import render_check
 
     execute("check", as_json, debug, lambda: check_report(directory), lambda r: render_check(out, r))
 
@@ -136,15 +136,15 @@ def run(
     debug: DebugOpt = False,
 ) -> None:
     """Run the campaign: attempts until a stop reason, promoting only what the gate accepts."""
-    from ratchet.session import run_project
-    from ratchet.ui import LogUI, RichUI
+    from ratchet.commands.run import run_project
+    from ratchet.present.progress import LogUI, RichUI
 
     ui = LogUI(err) if as_json else RichUI(err)
     execute("run", as_json, debug, lambda: run_project(directory, resume, ui), _render_run)
 
 
 def _render_run(r: dict[str, Any]) -> None:
-    from ratchet.render import fmt_interval, fmt_num, fmt_p
+    from ratchet.present.render import fmt_interval, fmt_num, fmt_p
 
     out.print(f"run [bold]{r['run_id']}[/] stopped: [bold]{r['stop_reason']}[/]"
               + (f" ({r['budget']})" if r.get("budget") else ""))
@@ -171,8 +171,8 @@ def compare(
     debug: DebugOpt = False,
 ) -> None:
     """One controlled paired comparison of two git revisions on the target (level gate.alpha)."""
-    from ratchet.compare import compare_revisions
-    from ratchet.ui import LogUI, RichUI
+    from ratchet.commands.compare import compare_revisions
+    from ratchet.present.progress import LogUI, RichUI
 
     ui = LogUI(err) if as_json else RichUI(err)
     execute("compare", as_json, debug, lambda: compare_revisions(directory, base, candidate, ui), _render_compare)
@@ -181,7 +181,7 @@ def compare(
 def _render_compare(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from ratchet.render import fmt_interval, fmt_num, fmt_p
+    from ratchet.present.render import fmt_interval, fmt_num, fmt_p
 
     if r["units_table"]:
         table = Table("unit", "base", "candidate", "gain")
@@ -203,7 +203,7 @@ def status(
     debug: DebugOpt = False,
 ) -> None:
     """Show a run's state, champion, budget and attempts."""
-    from ratchet.runs import run_status
+    from ratchet.commands.runs import run_status
 
     execute("status", as_json, debug, lambda: run_status(directory, run_id), _render_status)
 
@@ -211,7 +211,7 @@ def status(
 def _render_status(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from ratchet.render import fmt_interval, fmt_num, fmt_p
+    from ratchet.present.render import fmt_interval, fmt_num, fmt_p
 
     out.print(f"run [bold]{r['run_id']}[/]: {r['state']}" + (f" ({r['stop_reason']})" if r["stop_reason"] else ""))
     c = r["champion"]
@@ -238,7 +238,7 @@ def report(
     debug: DebugOpt = False,
 ) -> None:
     """Re-render a run's report.md (and its plots) from its ledger."""
-    from ratchet.runs import find_run, write_report
+    from ratchet.commands.runs import find_run, write_report
 
     def work() -> dict[str, Any]:
         run = find_run(directory, run_id)
@@ -249,7 +249,7 @@ def report(
 
 def _not_built(name: str) -> Callable[..., None]:
     def command(as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
-        from ratchet.errors import UnsupportedError
+        from ratchet.core.errors import UnsupportedError
 
         def work() -> dict[str, Any]:
             raise UnsupportedError(f"unsupported.{name}", f"`ratchet {name}` is not built yet in this version",

@@ -212,7 +212,7 @@ def test_cancel_kills_the_running_job_and_skips_pending_ones(work, jobs_dir):
     out: list = []
     specs = [spec(f"c{i}", "sleep 1000", work) for i in range(3)]
     runner = threading.Thread(
-        target=lambda: out.extend(executor.run(specs, on_start=lambda j, p: started.set()))
+        target=lambda: out.extend(executor.run(specs, on_submit=lambda j, p: started.set()))
     )
     runner.start()
     assert started.wait(10)
@@ -228,15 +228,15 @@ def test_callbacks_run_on_the_calling_thread_and_pids_are_recorded(work, jobs_di
     pid_dir = tmp_path / "pids"
     calls = []
 
-    def on_start(job_id: str, pid: int) -> None:
+    def on_start(job_id: str, pid: str) -> None:
         record = json.loads((pid_dir / f"{job_id}.pid").read_text())
-        calls.append(("start", job_id, threading.current_thread(), record["pid"] == pid))
+        calls.append(("start", job_id, threading.current_thread(), str(record["pid"]) == pid))
 
     def on_result(result) -> None:
         calls.append(("result", result.job_id, threading.current_thread(), True))
 
     LocalExecutor(jobs_dir, 2, pid_dir=pid_dir).run(
-        [spec("a", "sleep 0.2", work), spec("b", "true", work)], on_start=on_start, on_result=on_result
+        [spec("a", "sleep 0.2", work), spec("b", "true", work)], on_submit=on_start, on_result=on_result
     )
     assert len(calls) == 4 and all(c[2] is threading.current_thread() and c[3] for c in calls)
     assert list(pid_dir.glob("*.pid")) == []
@@ -250,7 +250,7 @@ def test_a_rerun_replaces_the_jobs_directory(work, jobs_dir):
 
 
 def test_bad_job_ids_are_refused(work, jobs_dir):
-    from ratchet.errors import RatchetError
+    from ratchet.core.errors import RatchetError
 
     for bad in ["../x", "a/b", "", ".."]:
         with pytest.raises(RatchetError) as err:

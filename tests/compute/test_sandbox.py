@@ -13,7 +13,7 @@ from jobkit import needs_bwrap, spec
 
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.sandbox import default_python_prefixes, probe_bwrap, resolve_mode, wrap_argv
-from ratchet.errors import SandboxError
+from ratchet.core.errors import SandboxError
 
 pytestmark = needs_bwrap
 

@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from ratchet.canonical import canonical_bytes, digest
-from ratchet.errors import LedgerError
+from ratchet.core.canonical import canonical_bytes, digest
+from ratchet.core.errors import LedgerError
 from ratchet.ledger.blobs import BlobStore
 
 

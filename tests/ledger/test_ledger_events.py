@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ratchet.canonical import CanonicalError, canonical_bytes
-from ratchet.errors import LedgerError
+from ratchet.core.canonical import CanonicalError, canonical_bytes
+from ratchet.core.errors import LedgerError
 from ratchet.ledger.events import (
     EVENT_KINDS,
     GENESIS_PREV,

@@ -7,10 +7,10 @@ import sqlite3
 
 import pytest
 
-from ratchet.errors import LedgerError
+from ratchet.core.errors import LedgerError
+from ratchet.core.state import fold
 from ratchet.ledger.events import EventLog, read_events
 from ratchet.ledger.index import Index
-from ratchet.ledger.reducer import fold
 
 NOW = "2026-11-30T06:36:50Z"
 

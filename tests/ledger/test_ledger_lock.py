@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from ratchet.errors import LedgerError
+from ratchet.core.errors import LedgerError
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
 
 HOLDER = """

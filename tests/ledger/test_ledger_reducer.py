@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from ratchet.core.state import Champion, RunState, TreeRef, fold
 from ratchet.ledger.events import EventLog, read_events
-from ratchet.ledger.reducer import Champion, RunState, TreeRef, fold
 
 NOW = "2026-11-30T06:36:50Z"
 

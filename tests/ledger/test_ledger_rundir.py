@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from ratchet.errors import DataError, LedgerError
+from ratchet.core.errors import DataError, LedgerError
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.rundir import (
     RunDir,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ratchet.compute.base import SandboxSpec
-from ratchet.errors import RatchetError
+from ratchet.core.errors import RatchetError
 from ratchet.targets.benchmark import benchmark_job, parse_metric
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet.contract import (
+from ratchet.core.contract import (
     CustomCheck,
     ExactMatchCheck,
     JsonEqualityCheck,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ratchet.canonical import digest
-from ratchet.errors import DataError
+from ratchet.core.canonical import digest
+from ratchet.core.errors import DataError
 from ratchet.targets.examples import (
     Example,
     clamp_looks,

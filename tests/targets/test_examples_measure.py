@@ -12,8 +12,8 @@ import pytest
 from ratchet.compute.base import JobSpec, SandboxSpec
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.sandbox import resolve_mode
-from ratchet.contract_load import parse_contract
-from ratchet.measure import Interrupted
+from ratchet.core.contract_load import parse_contract
+from ratchet.loop.measure import Interrupted
 from ratchet.targets.checks import parse_shard_output
 from ratchet.targets.examples import Example, load_examples
 from ratchet.targets.examples_measure import (
@@ -161,12 +161,23 @@ class SpyExecutor:
         self.inner = inner
         self.specs: list[JobSpec] = []
 
-    def run(self, specs, on_start=None, on_result=None):
-        self.specs.extend(specs)
-        return self.inner.run(specs, on_start=on_start, on_result=on_result)
+    backend = "local"
 
-    def cancel(self) -> None:
-        self.inner.cancel()
+    def submit(self, specs, on_submit=None, on_result=None):
+        self.specs.extend(specs)
+        return self.inner.submit(specs, on_submit, on_result)
+
+    def wait(self, batch):
+        return self.inner.wait(batch)
+
+    def reattach(self, recorded, on_result=None):
+        return self.inner.reattach(recorded, on_result)
+
+    def cancel(self, ids=None) -> None:
+        self.inner.cancel(ids)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 # --- end to end -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet.errors import GitError
+from ratchet.core.errors import GitError
 from ratchet.workspace.git import Git
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
-from ratchet.errors import DataError, GitError
+from ratchet.core.errors import DataError, GitError
 
 REPORT_FILE = "REPORT.md"
 """A file in a candidate subdirectory that holds its written report (never overlaid)."""

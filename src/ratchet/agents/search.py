@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
-from ratchet.contract import CategoricalParam, FloatParam, IntParam, SearchAgentConfig
-from ratchet.errors import DataError
+from ratchet.core.contract import CategoricalParam, FloatParam, IntParam, SearchAgentConfig
+from ratchet.core.errors import DataError
 
 
 class SearchAgent:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ratchet.agents.base import TreeBuilder
-from ratchet.contract import scope_covers
+from ratchet.core.contract import scope_covers
 
 
 class AgentTreeView:

@@ -1,14 +1,14 @@
 """The executor protocol: what a job is, what its result says, and how the kernel submits them.
 
-Pure values only; the effectful executors live in `local.py` (process pool) and, later, `slurm.py`.
+Pure values only; the effectful executors live in `local.py` (process pool) and `slurm.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 JOB_KILL_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL when a job times out or is cancelled."""
@@ -19,12 +19,15 @@ OUTPUT_CAP_BYTES = 8 * 1024 * 1024
 TAIL_BYTES = 4096
 """Bytes of stdout/stderr tail carried in a JobResult."""
 
-JobState = Literal["ok", "failed", "timeout", "killed", "cancelled", "unknown"]
+JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown"]
 """How a job's process ended, before any metric is read.
 
-ok: exit code 0. failed: non-zero exit code. timeout: killed by the kernel at `timeout_s`.
-killed: ended by a signal the kernel did not send (OOM killer, a crash). cancelled: killed by
-`Executor.cancel` (Ctrl-C, a stop). unknown: the state could not be read; never success.
+ok: exit code 0. failed: non-zero exit code. timeout: killed at `timeout_s` (by the kernel, or by a
+scheduler at the walltime). oom: killed for using more memory than it was given (a scheduler's
+OUT_OF_MEMORY, a cgroup's OOM kill). killed: ended by a signal the kernel did not send (a crash).
+cancelled: killed by `Executor.cancel` (Ctrl-C, a stop). lost: the machine or scheduler lost it
+(NODE_FAIL, PREEMPTED, BOOT_FAIL): it may run again. unknown: the state could not be read; never
+success.
 """
 
 SandboxMode = Literal["bwrap", "none"]
@@ -82,7 +85,9 @@ class JobResult:
     seconds of the job and its waited-for descendants (0.0 when unknown). stdout_tail/stderr_tail: the
     last TAIL_BYTES bytes decoded as UTF-8 with replacement. stdout_truncated/stderr_truncated: the cap
     was hit. reason: one line a user can act on ("exit code 1", "timed out after 5.0 s", ...).
-    stdout_path: the file holding the (capped) stdout.
+    stdout_path: the file holding the (capped) stdout. external_id: the pid or the scheduler's job
+    id. scheduler_state: the scheduler's own word for how the job ended (`OUT_OF_MEMORY`,
+    `NODE_FAIL`...), None for local jobs.
     """
 
     job_id: str
@@ -97,24 +102,60 @@ class JobResult:
     stderr_truncated: bool
     reason: str
     stdout_path: Path | None = None
+    external_id: str | None = None
+    scheduler_state: str | None = None
 
 
 OnResult = Callable[[JobResult], None]
 """Called once per finished job, from the thread that waits on the executor (the kernel's)."""
 
-OnStart = Callable[[str, int], None]
-"""Called with (job_id, pid) once a job's process exists, so the kernel can record it."""
+OnSubmit = Callable[[str, str], None]
+"""Called with (job_id, external_id) once per job: a scheduler's job id (`12345_7`) before the job
+can run (it is submitted held and released after this returns), or a local pid as soon as the
+process exists. Always called from the thread in `submit` or `wait`, never concurrently."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Jobs handed to an executor: their ids in submission order, plus the backend's own handle
+    (opaque to the kernel)."""
+
+    job_ids: tuple[str, ...]
+    handle: Any = field(default=None, compare=False, repr=False)
 
 
 class Executor(Protocol):
-    """Where jobs run. `run` blocks until every job has a result (or the executor is cancelled),
-    calling `on_start` and `on_result` as jobs start and end; results come back in `specs` order.
-    `cancel` may be called from another thread or a signal handler: running jobs are killed (state
-    `cancelled`), pending ones are not started (state `cancelled`, reason "not started").
+    """Where jobs run (DESIGN.md §5): the local process pool, or a Slurm cluster.
+
+    `submit` hands jobs over and returns at once (a backend may start them in threads, or submit a
+    held job array and release it once every external id was reported through `on_submit`);
+    `wait` blocks until every job of the batch has a result and returns them in submission order,
+    calling `on_submit` / `on_result` from its own thread as jobs start and end. `reattach` is for a
+    resumed kernel: given job_id -> external_id of jobs a previous kernel recorded as started and
+    never finished, it returns a batch of those the backend can still collect (a scheduler's jobs
+    keep running without us), and kills and leaves out those it cannot (a local process whose
+    kernel died lost its pipes): the kernel runs the left-out ones again. `cancel(ids)` kills the
+    named jobs (all, when None), running ones end `cancelled` and pending ones are not started; it
+    may be called from another thread or a signal handler. `close` releases what the executor holds
+    (idempotent; no `wait` in progress).
     """
 
-    def run(
-        self, specs: Sequence[JobSpec], on_start: OnStart | None = None, on_result: OnResult | None = None
-    ) -> list[JobResult]: ...
+    backend: str
+    """`local` or `slurm`: recorded with every job."""
 
-    def cancel(self) -> None: ...
+    def submit(self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None,
+               on_result: OnResult | None = None) -> Batch: ...
+
+    def wait(self, batch: Batch) -> list[JobResult]: ...
+
+    def reattach(self, recorded: Mapping[str, str], on_result: OnResult | None = None) -> Batch: ...
+
+    def cancel(self, ids: Iterable[str] | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def run_jobs(executor: Executor, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None,
+             on_result: OnResult | None = None) -> list[JobResult]:
+    """Submit `specs` and wait for them: one JobResult per spec, in `specs` order."""
+    return executor.wait(executor.submit(specs, on_submit, on_result))

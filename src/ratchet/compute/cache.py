@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ratchet.canonical import digest, is_digest
 from ratchet.compute.base import Resources
+from ratchet.core.canonical import digest, is_digest
 
 CACHE_FORMAT = "ratchet.cache/1"
 """Part of every key: bump it when what a cached measurement means changes."""

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from ratchet.errors import RatchetError
+from ratchet.core.errors import RatchetError
 
 RATCHET_JOB_VARS = ("RATCHET_JOB_ID", "RATCHET_VARIANT", "RATCHET_UNIT")
 """Variables Ratchet sets for every job (the job id, the variant, the unit)."""

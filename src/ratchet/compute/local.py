@@ -27,16 +27,25 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ratchet.compute import pids
-from ratchet.compute.base import JOB_KILL_GRACE_S, JobResult, JobSpec, OnResult, OnStart
+from ratchet.compute.base import (
+    JOB_KILL_GRACE_S,
+    Batch,
+    JobResult,
+    JobSpec,
+    OnResult,
+    OnSubmit,
+    run_jobs,
+)
 from ratchet.compute.env import job_env  # noqa: F401  (re-exported: the executor's environment rule)
 from ratchet.compute.outcome import describe_end, make_result, not_started, unknown_result, write_result
 from ratchet.compute.sandbox import wrap_argv
 from ratchet.compute.streams import CappedOutput, ExitWatch, JobIO
-from ratchet.errors import RatchetError
+from ratchet.core.errors import RatchetError
 
 DRAIN_S = 2.0
 """Seconds spent reading a job's pipes after it ended (and its leftovers were killed)."""
@@ -50,13 +59,28 @@ STOP_ROUNDS = 100
 _JOB_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 
 
+@dataclass
+class _Pending:
+    """A local batch in flight: the worker threads and what they report."""
+
+    specs: list[JobSpec]
+    events: queue.Queue
+    threads: list[threading.Thread]
+    on_submit: OnSubmit | None
+    on_result: OnResult | None
+
+
 class LocalExecutor:
-    """Runs jobs as local processes, at most `max_parallel` at a time (see the module docstring).
+    """Runs jobs as local processes, at most `max_parallel` at a time (see the module docstring);
+    implements `compute.base.Executor` (external ids are pids).
 
     jobs_dir: where `<job_id>/` directories go (an existing one for the same id is replaced).
     pid_dir: where running jobs are recorded for `pids.kill_recorded` (None: not recorded).
-    `cancel` is final: once called, every later `run` returns all jobs cancelled ("not started").
+    `cancel()` with no ids is final: once called, every later batch ends all cancelled ("not
+    started").
     """
+
+    backend = "local"
 
     def __init__(self, jobs_dir: Path, max_parallel: int, pid_dir: Path | None = None):
         if max_parallel < 1:
@@ -67,14 +91,19 @@ class LocalExecutor:
         self.max_parallel = max_parallel
         self.pid_dir = Path(pid_dir) if pid_dir is not None else None
         self._cancelled = False
+        self._cancel_ids: set[str] = set()
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
 
-    def cancel(self) -> None:
-        """Kill running jobs (state cancelled) and start no other. Safe from a signal handler or
-        another thread: it only sets a flag and writes one byte to a pipe."""
-        self._cancelled = True
+    def cancel(self, ids: Iterable[str] | None = None) -> None:
+        """Kill the named running jobs (all when `ids` is None: then start no other either); they
+        end `cancelled`. Safe from a signal handler or another thread: it only sets flags and
+        writes one byte to a pipe."""
+        if ids is None:
+            self._cancelled = True
+        else:
+            self._cancel_ids.update(ids)
         if self._closed:
             return
         try:
@@ -82,8 +111,12 @@ class LocalExecutor:
         except OSError:
             pass
 
+    def is_cancelled(self, job_id: str) -> bool:
+        """Whether `cancel` was called for every job or for this one."""
+        return self._cancelled or job_id in self._cancel_ids
+
     def close(self) -> None:
-        """Release the executor's wake pipe (idempotent; call when no `run` is in progress)."""
+        """Release the executor's wake pipe (idempotent; call when no `wait` is in progress)."""
         if self._closed:
             return
         self._closed = True
@@ -101,17 +134,21 @@ class LocalExecutor:
             self.close()
 
     def run(
-        self, specs: Sequence[JobSpec], on_start: OnStart | None = None, on_result: OnResult | None = None
+        self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None, on_result: OnResult | None = None
     ) -> list[JobResult]:
-        """Run every job; blocks until all have a result. Results come back in `specs` order;
-        `on_start`/`on_result` are called from this (the calling) thread. If this thread is
-        interrupted (KeyboardInterrupt) or a callback raises, running jobs are killed first."""
+        """Submit and wait (`compute.base.run_jobs`)."""
+        return run_jobs(self, specs, on_submit, on_result)
+
+    def submit(
+        self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None, on_result: OnResult | None = None
+    ) -> Batch:
+        """Start up to `max_parallel` worker threads on `specs`; the processes start at once.
+        Raises RatchetError `job.bad_id` / `job.duplicate_id` / `compute.closed`."""
         _check_ids(specs)
         if self._closed:
             raise RatchetError(
                 "compute.closed", "this executor was closed", hint="create a new LocalExecutor"
             )
-        results: list[JobResult | None] = [None] * len(specs)
         events: queue.Queue = queue.Queue()
         todo = iter(list(enumerate(specs)))
         lock = threading.Lock()
@@ -123,27 +160,47 @@ class LocalExecutor:
         ]
         for thread in threads:
             thread.start()
+        pending = _Pending(list(specs), events, threads, on_submit, on_result)
+        return Batch(tuple(s.job_id for s in specs), pending)
+
+    def wait(self, batch: Batch) -> list[JobResult]:
+        """Block until every job of `batch` has a result; results in submission order. Callbacks
+        run on this thread. If this thread is interrupted (KeyboardInterrupt) or a callback raises,
+        running jobs are killed first."""
+        pending: _Pending | None = batch.handle
+        if pending is None:
+            return []
+        results: list[JobResult | None] = [None] * len(pending.specs)
         try:
-            left = len(specs)
+            left = len(pending.specs)
             while left:
                 try:
-                    kind, key, value = events.get(timeout=0.5)
+                    kind, key, value = pending.events.get(timeout=0.5)
                 except queue.Empty:
                     continue
-                if kind == "start" and on_start is not None:
-                    on_start(key, value)
+                if kind == "start" and pending.on_submit is not None:
+                    pending.on_submit(key, str(value))
                 elif kind == "result":
                     results[key] = value
                     left -= 1
-                    if on_result is not None:
-                        on_result(value)
+                    if pending.on_result is not None:
+                        pending.on_result(value)
         except BaseException:
             self.cancel()
             raise
         finally:
-            for thread in threads:
+            for thread in pending.threads:
                 thread.join()
         return [r for r in results if r is not None]
+
+    def reattach(self, recorded: Mapping[str, str], on_result: OnResult | None = None) -> Batch:
+        """A local job outlives no kernel usefully (its pipes died with it): kill every process of
+        the recorded jobs (checked against their start marker, so a reused pid is spared) and
+        return an empty batch; the kernel runs them again."""
+        if self.pid_dir is not None:
+            pids.kill_recorded(self.pid_dir)
+        pids.kill_marked_under(self.jobs_dir)
+        return Batch(())
 
     def _worker(self, todo, lock: threading.Lock, events: queue.Queue) -> None:
         while True:
@@ -152,7 +209,7 @@ class LocalExecutor:
             if item is None:
                 return
             index, spec = item
-            if self._cancelled:
+            if self.is_cancelled(spec.job_id):
                 result = not_started(spec)
             else:
                 try:
@@ -273,7 +330,7 @@ class _Job:
         """Pump until the leader exits ("exit" -> None), the timeout ("timeout") or a cancel."""
         deadline = start + self.spec.timeout_s
         while not io.exited:
-            if self.ex._cancelled:
+            if self.ex.is_cancelled(self.spec.job_id):
                 self._stop(io, watch)
                 return "cancel"
             remaining = deadline - time.monotonic()

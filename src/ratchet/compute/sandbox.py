@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from ratchet.compute.base import SandboxMode
-from ratchet.errors import SandboxError
+from ratchet.core.errors import SandboxError
 
 SandboxSetting = Literal["auto", "bwrap", "none"]
 """`sandbox.mode` in the contract: auto (bwrap when it works), bwrap (required), none."""

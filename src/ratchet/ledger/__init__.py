@@ -12,6 +12,7 @@
 - files.py: exclusive writes (O_EXCL|O_NOFOLLOW temp, fsync, rename)
 """
 
+from ratchet.core.state import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import (
     EVENT_KINDS,
@@ -27,7 +28,6 @@ from ratchet.ledger.events import (
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
-from ratchet.ledger.reducer import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
 from ratchet.ledger.rundir import (
     RunDir,
     ensure_ratchet_dir,

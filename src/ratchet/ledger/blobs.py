@@ -12,15 +12,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ratchet.canonical import DIGEST_PREFIX, canonical_bytes, digest_bytes, is_digest
-from ratchet.errors import LedgerError
+from ratchet.core.canonical import DIGEST_PREFIX, canonical_bytes, digest_bytes, is_digest
+from ratchet.core.errors import LedgerError
 from ratchet.ledger.files import fsync_dir, make_dirs, read_nofollow, write_temp
 
 
 class BlobStore:
     """The blob directory `root` (`runs/<run_id>/blobs/`), created on the first put.
 
-    Digests are `sha256:<64 lowercase hex>` strings (ratchet.canonical).
+    Digests are `sha256:<64 lowercase hex>` strings (ratchet.core.canonical).
     """
 
     def __init__(self, root: str | os.PathLike[str]):

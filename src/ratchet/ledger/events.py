@@ -21,10 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ratchet.canonical import CanonicalError
-from ratchet.errors import LedgerError
-from ratchet.ledger.files import FILE_MODE, fsync_dir, read_nofollow
-from ratchet.ledger.schema import (
+from ratchet.core.canonical import CanonicalError
+from ratchet.core.errors import LedgerError
+from ratchet.core.events import (
     EVENT_KINDS,
     GENESIS_PREV,
     LINE_FIELDS,
@@ -37,6 +36,7 @@ from ratchet.ledger.schema import (
     encode_event,
     format_ts,
 )
+from ratchet.ledger.files import FILE_MODE, fsync_dir, read_nofollow
 from ratchet.ledger.verify import Chain, check_chain, scan_events, torn_error, verify_line
 
 __all__ = [

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ratchet.canonical import canonical_bytes
-from ratchet.errors import LedgerError
-from ratchet.ledger.schema import Event
+from ratchet.core.canonical import canonical_bytes
+from ratchet.core.errors import LedgerError
+from ratchet.core.events import Event
 from ratchet.ledger.snapshot import Snapshot
 
 __all__ = ["SCHEMA", "TABLES", "Index", "Snapshot"]

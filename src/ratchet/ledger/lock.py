@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from ratchet.errors import LedgerError
+from ratchet.core.errors import LedgerError
 from ratchet.ledger.files import FILE_MODE, read_nofollow, write_exclusive
 
 LOCK_NAME = "lock"

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet.errors import DataError, LedgerError
+from ratchet.core.errors import DataError, LedgerError
 from ratchet.ledger.files import make_dirs, read_nofollow, write_exclusive
 
 RATCHET_DIR = ".ratchet"

@@ -16,9 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ratchet.canonical import MAX_SAFE_INT
-from ratchet.ledger.reducer import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
-from ratchet.ledger.schema import Event
+from ratchet.core.canonical import MAX_SAFE_INT
+from ratchet.core.events import Event
+from ratchet.core.state import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
 from ratchet.ledger.verify import Chain
 
 _SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired")

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ratchet.canonical import CanonicalError, canonical_bytes, digest_bytes
-from ratchet.ledger.schema import (
+from ratchet.core.canonical import CanonicalError, canonical_bytes, digest_bytes
+from ratchet.core.events import (
     EVENT_KINDS,
     GENESIS_PREV,
     LINE_FIELDS,

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ratchet.contract import (
+from ratchet.core.contract import (
     CustomCheck,
     ExactMatchCheck,
     JsonEqualityCheck,

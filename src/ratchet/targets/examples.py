@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ratchet.canonical import canonical_bytes, digest
-from ratchet.errors import DataError
+from ratchet.core.canonical import canonical_bytes, digest
+from ratchet.core.errors import DataError
 
 SPLITS = ("dev", "val", "test")
 """The split names, in cut order: `dev` (agents may see), `val` (the gate measures on), `test`

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ratchet.compute.base import Executor, JobResult, JobSpec, SandboxSpec
+from ratchet.compute.base import Executor, JobResult, JobSpec, SandboxSpec, run_jobs
 from ratchet.compute.local import job_env
-from ratchet.contract import TargetSection
-from ratchet.gate import UnitScore
-from ratchet.measure import Interrupted, Record
+from ratchet.core.contract import TargetSection
+from ratchet.core.gate import UnitScore
+from ratchet.loop.measure import Interrupted, Record
 from ratchet.targets import shard_runner
 from ratchet.targets.checks import CheckResult, ScriptRunner, parse_shard_lines, run_checks
 from ratchet.targets.examples import Example
@@ -330,9 +330,9 @@ class ExamplesRunner:
              stage: str, variant: str, total: int) -> None:
         by_id = {s.job_id: s for s in todo}
 
-        def on_start(job_id: str, pid: int) -> None:
+        def on_start(job_id: str, pid: str) -> None:
             self._record("job.started", {"job_id": job_id, "attempt": attempt, "stage": stage,
-                                         "variant": variant, "unit": by_id[job_id].index, "pid": pid})
+                                         "variant": variant, "unit": by_id[job_id].index, "pid": int(pid)})
 
         def on_result(result: JobResult) -> None:
             if result.state == "cancelled":
@@ -346,7 +346,7 @@ class ExamplesRunner:
         checkouts = [self.work_dir / s.job_id for s in todo]
         try:
             specs = [self._spec(s, tree, variant) for s in todo]
-            results = self.executor.run(specs, on_start=on_start, on_result=on_result)
+            results = run_jobs(self.executor, specs, on_start, on_result)
         finally:
             for checkout in checkouts:
                 shutil.rmtree(checkout, ignore_errors=True)

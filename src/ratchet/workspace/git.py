@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ratchet.errors import GitError
+from ratchet.core.errors import GitError
 from ratchet.workspace.gitrun import git_command, run_git, stderr_text
 from ratchet.workspace.locks import STALE_LOCK_S, clean_stale_locks
 from ratchet.workspace.scope import DiffEntry

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ratchet.errors import GitError
+from ratchet.core.errors import GitError
 
 NEUTRAL_CONFIG: tuple[str, ...] = (
     "core.hooksPath=/dev/null",

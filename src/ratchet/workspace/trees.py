@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet.errors import GitError
+from ratchet.core.errors import GitError
 
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"

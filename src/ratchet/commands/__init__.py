@@ -1,0 +1,2 @@
+"""One module per command: run, check, compare, init, runs (status, report).
+"""

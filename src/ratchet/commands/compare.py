@@ -1,0 +1,108 @@
+"""`ratchet compare BASE CANDIDATE`: one controlled paired comparison of two git revisions on the
+target, with the gate at level `gate.alpha` (a single trial) and the looks of `gate.units`.
+
+Recorded in a run directory like any run (attempt 1 submits CANDIDATE against BASE; no promotion,
+no confirmation, no holdout). Its unit seeds derive from the two trees and the campaign seed rather
+than a random salt, so comparing the same pair again reuses the measurement cache and runs no new
+job (with `target.cache = true`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ratchet.commands.run import open_project, preflight
+from ratchet.core.canonical import digest
+from ratchet.core.errors import EXIT_INTERRUPTED, RatchetError, UnsupportedError
+from ratchet.core.gate import Decision, GateSettings
+from ratchet.core.plan import compile_plan
+from ratchet.ledger.files import write_temp
+from ratchet.ledger.rundir import COMPARE_MODE
+from ratchet.loop.kernel import new_kernel
+from ratchet.loop.measure import Interrupted
+from ratchet.loop.trial import TrialOutcome, run_plan
+from ratchet.present.progress import CampaignUI
+
+
+def compare_salt(base_tree: str, candidate_tree: str, seed: int) -> str:
+    """The deterministic salt of a comparison: 32 hex digits of the digest of the two trees and seed."""
+    return digest(["ratchet.compare", base_tree, candidate_tree, seed])[7:39]
+
+
+def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI) -> dict[str, Any]:
+    """Compare revision `candidate` against `base`; returns {run_id, base, candidate, verdict,
+    reason, reason_text, estimate, interval, p_value, units, level, units_table}.
+
+    Raises GitError `git.bad_revision` for an unknown revision, and what `ratchet run` raises for a
+    bad contract or a baseline without a metric."""
+    loaded, git = open_project(directory, for_compare=True)
+    c = loaded.contract
+    if c.target.kind != "benchmark":
+        raise UnsupportedError("unsupported.compare_examples",
+                               "`ratchet compare` supports benchmark targets only in this build",
+                               hint="for an examples target, run a campaign with the files agent")
+    base_commit, cand_commit = git.rev_parse_commit(base), git.rev_parse_commit(candidate)
+    base_tree, cand_tree = git.tree_of(base_commit), git.tree_of(cand_commit)
+    if base_tree != cand_tree:
+        preflight(loaded, git, base_tree)
+    salt = compare_salt(base_tree, cand_tree, c.campaign.seed)
+    kernel, _ = new_kernel(loaded)
+    os.replace(write_temp(kernel.run.root / "salt", salt.encode()), kernel.run.root / "salt")
+    try:
+        from ratchet.loop.campaign import start_record
+
+        start_record(kernel, salt, base_commit, base_tree, mode=COMPARE_MODE)
+        kernel.record("attempt.started", {"attempt": 1})
+        kernel.record("attempt.submitted", {"attempt": 1, "tree": cand_tree, "summary": f"{base} -> {candidate}",
+                                            "report_blob": None, "params": None})
+        if base_tree == cand_tree:
+            outcome = None
+            decision = Decision.without_jobs("no_change", "the two revisions have the same tree: nothing to measure",
+                                             c.gate.alpha)
+        else:
+            try:
+                outcome = _measure(kernel, salt, base_tree, cand_tree, ui)
+            except Interrupted:
+                kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "compare"})
+                raise RatchetError("interrupted", "the comparison was interrupted; its jobs were killed",
+                                   hint="run it again: finished measurements are cached",
+                                   exit_code=EXIT_INTERRUPTED) from None
+            decision = outcome.decision
+        kernel.record("trial.judged", {"attempt": 1, "stage": "trial", **decision.to_json()})
+        kernel.record("run.stopped", {"stop_reason": "agent_stopped", "budget": None, "detail": "compare"})
+    finally:
+        kernel.close()
+    return {
+        "run_id": kernel.run.run_id, "base": {"rev": base, "commit": base_commit, "tree": base_tree},
+        "candidate": {"rev": candidate, "commit": cand_commit, "tree": cand_tree},
+        **{k: v for k, v in decision.to_json().items() if k not in ("retry_units", "look", "threshold")},
+        "units_table": _units_table(outcome, c.target.direction),
+    }
+
+
+def _measure(kernel, salt: str, base_tree: str, cand_tree: str, ui: CampaignUI) -> TrialOutcome:
+    c = kernel.contract
+    plan = compile_plan(stage="trial", attempt=1, trial=1, champion_tree=base_tree, candidate_tree=cand_tree,
+                        target={"kind": c.target.kind, "command": c.target.command, "metric": c.target.metric},
+                        looks=tuple(c.gate.units), campaign_seed=c.campaign.seed, run_salt=salt)
+    kernel.record("trial.planned", {"attempt": 1, "trial": 1, "stage": "trial", "plan_digest": plan.digest,
+                                    "plan_blob": kernel.blobs.put_bytes(plan.canonical_bytes()),
+                                    "level": c.gate.alpha, "looks": list(plan.looks), "jobs": len(plan.jobs)})
+    settings = GateSettings(looks=plan.looks, level=c.gate.alpha, margin=c.gate.min_effect, kind="continuous",
+                            direction=c.target.direction, seed=int(plan.units[0]))
+    kernel.install_sigint()
+    return run_plan(plan, kernel.runner(ui.jobs), settings)
+
+
+def _units_table(outcome: TrialOutcome | None, direction: str) -> list[dict[str, Any]]:
+    if outcome is None:
+        return []
+    sign = 1.0 if direction == "max" else -1.0
+    rows = []
+    for s in outcome.scores:
+        diff = None if s.champion is None or s.candidate is None else sign * (s.candidate - s.champion)
+        rows.append({"unit": s.unit, "base": s.champion, "candidate": s.candidate, "gain": diff,
+                     "base_failed": s.champion_failed, "candidate_failed": s.candidate_failed})
+    return rows

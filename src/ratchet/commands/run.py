@@ -1,0 +1,166 @@
+"""`ratchet run`: check the contract and the repository, preflight the baseline, open (or resume)
+the run, build the agent, run the campaign, write the report. Returns the `--json` result.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from ratchet.agents.base import Agent
+from ratchet.compute.base import SandboxSpec
+from ratchet.compute.local import LocalExecutor
+from ratchet.compute.sandbox import resolve_mode
+from ratchet.core.contract import Contract
+from ratchet.core.contract_load import LoadedContract, load_contract
+from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
+from ratchet.core.plan import PlannedJob
+from ratchet.core.unsupported import refuse_unsupported
+from ratchet.ledger.rundir import RATCHET_DIR, ensure_ratchet_dir
+from ratchet.loop.examples_trial import check_same_dataset, load_split
+from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
+from ratchet.loop.measure import JobRunner
+from ratchet.present.progress import CampaignUI
+from ratchet.workspace.git import Git
+
+
+def make_agent(contract: Contract, root: Path, git: Git) -> Agent:
+    """The agent named by `agent.kind` (search or files in this build), seeing trees through a view
+    that hides `scope.hidden` and `target.examples`."""
+    from ratchet.agents.view import AgentTreeView
+
+    view = AgentTreeView(git, contract.hidden_paths)
+    if contract.agent.kind == "search":
+        from ratchet.agents.search import SearchAgent
+
+        assert contract.agent.search is not None
+        return SearchAgent(contract.agent.search, contract.target.direction, view)
+    from ratchet.agents.files import FilesAgent, list_candidates
+
+    assert contract.agent.files is not None
+    folder = root / contract.agent.files.path
+    list_candidates(folder)  # fail now (exit 2) when the folder is missing
+    return FilesAgent(folder, view)
+
+
+def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedContract, Git]:
+    """Load the contract, refuse unsupported settings (the agent's only when not `for_compare`), and
+    check the project is a git repository with a commit. Raises ContractError / UnsupportedError /
+    DataError (exit 2)."""
+    loaded = load_contract(directory)
+    refuse_unsupported(loaded.contract, agent=not for_compare)
+    if not Git.is_repo(loaded.root):
+        raise DataError("git.not_a_repo", f"{loaded.root} is not a git repository",
+                        hint="run `git init && git add -A && git commit -m baseline` first")
+    git = Git(loaded.root)
+    git.head_commit()  # raises git.no_commits with a hint
+    changed = git.changed_paths()
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        print(f"warning: uncommitted changes are not measured (the run uses HEAD): {shown}", file=sys.stderr)
+    ensure_ratchet_dir(loaded.root)
+    return loaded, git
+
+
+def preflight(loaded: LoadedContract, git: Git, tree: str) -> None:
+    """Run the baseline once before any budget is spent; a job without a metric stops here with
+    exit 2 and the job's stderr tail. Raises MeasurementError `preflight.no_metric`."""
+    c = loaded.contract
+    work = loaded.root / RATCHET_DIR / "preflight" / secrets.token_hex(4)
+    executor = LocalExecutor(work / "jobs", 1)
+    runner = JobRunner(git=git, executor=executor, target=c.target,
+                       sandbox=SandboxSpec(resolve_mode(c.sandbox.mode), c.sandbox.network),
+                       work_dir=work / "work", cache=None, record=lambda kind, data: None,
+                       exclude=c.hidden_paths)
+    job = PlannedJob("preflight", "champion", tree, 0, c.campaign.seed % (2**31), 0, 0)
+    try:
+        m = runner.run([job], attempt=0, stage="preflight")["preflight"]
+        if m.state != "ok":
+            stderr = (work / "jobs" / "preflight" / "stderr")
+            tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
+            raise MeasurementError(
+                "preflight.no_metric",
+                f"the baseline does not measure: `{c.target.command}` gave {m.state}: {m.reason}"
+                + (f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""),
+                hint="run the command by hand in a clean checkout; it must print a JSON line with "
+                     f"{c.target.metric!r}",
+            )
+    finally:
+        executor.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str, Any]:
+    """`ratchet run [DIR] [--resume RUN_ID]`: returns {run_id, stop_reason, budget, promotions,
+    champion, holdout, report} (and `_exit_code` 130 when interrupted)."""
+    from ratchet.loop.campaign import Campaign, start_record
+
+    loaded, git = open_project(directory)
+    data = load_split(loaded.root, loaded.contract) if loaded.contract.target.kind == "examples" else None
+    if resume is None:
+        stale = interrupted_runs(loaded.root)
+        if stale:
+            raise DataError(
+                "run.interrupted_exists",
+                f"run {stale[-1]} was interrupted and can be resumed",
+                hint=f"resume it: ratchet run {directory} --resume {stale[-1]}",
+            )
+        commit = git.head_commit()
+        tree = git.tree_of(commit)
+        if data is None:
+            preflight(loaded, git, tree)
+        kernel, salt = new_kernel(loaded)
+        extra = {}
+        if data is not None:
+            extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
+                                 "sizes": data.split.sizes(), "warnings": list(data.examples.warnings)}
+        start_record(kernel, salt, commit, tree, **extra)
+    else:
+        kernel = resume_kernel(loaded, resume)
+        try:
+            if data is not None:
+                started = kernel.find("run.started")
+                recorded = (started.data.get("examples") or {}).get("fingerprint_blob") if started else None
+                check_same_dataset(kernel.blobs.get_json(recorded) if recorded else {}, data)
+        except BaseException:
+            kernel.close()
+            raise
+        salt = kernel.state().salt or ""
+        kernel.record("run.resumed", {"pid": _pid()})
+    agent = make_agent(loaded.contract, loaded.root, git)
+    return _run(kernel, Campaign(kernel, agent, ui, salt, data))
+
+
+def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:
+    from ratchet.commands.runs import run_status, write_report
+
+    kernel.install_sigint()
+    try:
+        reason, budget = campaign.run()
+        report = write_report(kernel.run, kernel.state())
+    finally:
+        kernel.close()
+    status = run_status(kernel.loaded.root, kernel.run.run_id)
+    result = {
+        "run_id": kernel.run.run_id,
+        "stop_reason": reason,
+        "budget": budget,
+        "promotions": status["promotions"],
+        "champion": status["champion"],
+        "holdout": status["holdout"],
+        "report": str(report),
+        "branch": f"ratchet/{kernel.run.run_id}/champion" if status["promotions"] else None,
+    }
+    if reason == "interrupted":
+        result["_exit_code"] = EXIT_INTERRUPTED
+        result["resume"] = f"ratchet run {kernel.loaded.root} --resume {kernel.run.run_id}"
+    return result
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()

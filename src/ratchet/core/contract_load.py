@@ -1,0 +1,182 @@
+"""Reading `ratchet.toml`: TOML parsing, validation into `Contract`, and errors that name the key path
+and line (DESIGN.md §4). Every failure is a ContractError (exit code 2).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ratchet.core.canonical import digest_bytes
+from ratchet.core.contract import CONTRACT_FILE, Contract
+from ratchet.core.errors import ContractError
+
+
+@dataclass(frozen=True)
+class LoadedContract:
+    """A validated contract with where it came from.
+
+    root: the project root (the directory holding ratchet.toml). text: the file's text as read.
+    digest: `sha256:` of the file's bytes. warnings: non-fatal findings (e.g. an allowed path that
+    does not exist yet), one line each.
+    """
+
+    contract: Contract
+    root: Path
+    path: Path
+    text: str
+    digest: str
+    warnings: tuple[str, ...]
+
+
+def resolve_contract_path(location: Path) -> Path:
+    """`location` itself when it is a file, else `location/ratchet.toml`. Raises ContractError
+    `contract.missing` when there is none."""
+    path = location / CONTRACT_FILE if location.is_dir() else location
+    if not path.is_file():
+        raise ContractError(
+            "contract.missing",
+            f"no {CONTRACT_FILE} at {path}",
+            hint=f"run `ratchet init {location}` to write one",
+        )
+    return path
+
+
+def load_contract(location: Path) -> LoadedContract:
+    """Read, parse and validate a contract from a project directory or a `ratchet.toml` path.
+
+    Raises ContractError with codes: contract.missing, contract.unreadable, contract.toml (syntax;
+    message has the line), contract.unknown_key, contract.missing_key, contract.invalid (the key path
+    and, when found, its line).
+    """
+    path = resolve_contract_path(Path(location))
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContractError("contract.unreadable", f"cannot read {path}: {exc}") from None
+    contract = parse_contract(text, source=str(path))
+    root = path.parent.resolve()
+    return LoadedContract(contract, root, path, text, digest_bytes(raw), tuple(_warnings(contract, root)))
+
+
+def parse_contract(text: str, source: str = CONTRACT_FILE) -> Contract:
+    """Validate contract `text`. Raises ContractError (see load_contract)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ContractError("contract.toml", f"{source}: not valid TOML: {exc}",
+                            hint="fix the syntax at that line") from None
+    try:
+        return Contract.model_validate(data)
+    except ValidationError as exc:
+        raise _contract_error(exc, text, source) from None
+
+
+def _contract_error(exc: ValidationError, text: str, source: str) -> ContractError:
+    first = exc.errors()[0]
+    loc = _clean_loc(first["loc"])
+    key = _key_path(loc)
+    line = _find_line(text, loc)
+    where = f"{source}:{line}" if line else source
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        hint = _did_you_mean(loc)
+        return ContractError("contract.unknown_key", f"{where}: {key} is not a known key{more}", hint=hint)
+    if kind == "missing":
+        return ContractError(
+            "contract.missing_key", f"{where}: {key} is required{more}", hint="see DESIGN.md §4 or `ratchet init`"
+        )
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return ContractError("contract.invalid", f"{where}: {key or 'contract'}: {message}{more}")
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop pydantic's union-branch tags (e.g. 'float', 'function-after[...]') from an error location."""
+    keep = []
+    for part in loc:
+        if isinstance(part, str) and (part.startswith("function-") or part in _UNION_TAGS):
+            continue
+        keep.append(part)
+    return tuple(keep)
+
+
+_UNION_TAGS = {
+    "exact_match", "normalized_match", "json_equality", "regex_match", "numeric_tolerance", "custom",
+    "float", "int", "categorical", "str", "bool",
+}
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str | None:
+    if not loc or not isinstance(loc[-1], str):
+        return None
+    model: type[BaseModel] | None = Contract
+    for part in loc[:-1]:
+        if model is None or isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        model = _model_of(field.annotation) if field else None
+    if model is None:
+        return "remove it; see DESIGN.md §4 for the keys"
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
+    parent = _key_path(loc[:-1])
+    return f"did you mean {parent + '.' if parent else ''}{close[0]}?" if close else "remove it; see DESIGN.md §4"
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    for arg in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
+
+
+def _find_line(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort 1-based line of the key at `loc` (tomllib gives no positions for valid TOML)."""
+    names = [p for p in loc if isinstance(p, str)]
+    if not names:
+        return None
+    table: list[str] = []
+    best: int | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            table = [p.strip().strip("\"'") for p in header.group(2).split(".")]
+            if table == names:
+                best = best or number
+            continue
+        key = _KEY.match(line)
+        if key and table + [key.group(1)] == names[: len(table) + 1] and len(table) + 1 <= len(names):
+            if table + [key.group(1)] == names or best is None:
+                best = number
+            if table + [key.group(1)] == names:
+                return number
+    return best
+
+
+def _warnings(contract: Contract, root: Path) -> list[str]:
+    out = []
+    for entry in contract.scope.allowed:
+        if not (root / entry).exists():
+            out.append(f"scope.allowed entry {entry!r} does not exist in {root} (yet)")
+    return out

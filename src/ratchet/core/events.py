@@ -1,0 +1,116 @@
+"""One line of the ledger `runs/<run_id>/events.jsonl`: its fields, the closed list of event kinds,
+the Event it reads as, and the errors a line can raise.
+
+A line is one canonical JSON object (RFC 8785) `{"seq", "ts", "kind", "prev", "data"}` followed by
+"\\n": `seq` contiguous from 0, `ts` an ISO-8601 UTC string given by the caller, `prev` the digest
+of the previous line's bytes (without its newline; `GENESIS_PREV` for seq 0), `kind` one of
+EVENT_KINDS. Pure: no file is touched here (verify.py checks lines, events.py reads and writes the
+file).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from ratchet.core.canonical import canonical_bytes
+from ratchet.core.errors import LedgerError
+
+EventKind = Literal[
+    "run.started",
+    "run.resumed",
+    "attempt.started",
+    "agent.launched",
+    "attempt.submitted",
+    "attempt.gave_up",
+    "trial.planned",
+    "job.started",
+    "job.finished",
+    "trial.judged",
+    "champion.promoted",
+    "run.stopped",
+    "ledger.repaired",
+]
+
+EVENT_KINDS: Mapping[str, str] = {
+    "run.started": "a campaign began: run id, contract digest, baseline commit/tree, salt, limits",
+    "run.resumed": "a kernel (data.pid) resumed an interrupted run; a new wall-clock session starts",
+    "attempt.started": "attempt data.attempt (1-based, unique in the run) began",
+    "agent.launched": "the agent launched its own experiments (data.jobs) during an attempt",
+    "attempt.submitted": "the agent submitted a candidate tree with a report (data.report_blob)",
+    "attempt.gave_up": "the agent gave up the attempt without a candidate (data.reason)",
+    "trial.planned": "a trial's plan was compiled (stage trial | confirm | holdout, data.plan_digest)",
+    "job.started": "a job (variant x unit) started on an executor as process data.pid",
+    "job.finished": "a job ended: state, metric value or reason, seconds, units charged",
+    "trial.judged": "the gate's verdict on a trial stage (data.verdict, data.reason, estimate, interval)",
+    "champion.promoted": "an accepted candidate became the champion (data.commit, data.tree)",
+    "run.stopped": "the campaign stopped (data.stop_reason; data.budget when budget_exhausted)",
+    "ledger.repaired": "a torn last line (data.line) was truncated (data.truncated_bytes) on resume",
+}
+"""Every event kind, with one line saying what it records. Closed: any other kind is malformed."""
+
+assert set(get_args(EventKind)) == set(EVENT_KINDS)
+
+GENESIS_PREV = "sha256:" + "0" * 64
+"""The `prev` of the event with seq 0."""
+
+LINE_FIELDS = frozenset({"seq", "ts", "kind", "prev", "data"})
+"""The keys of one event line, exactly."""
+
+TORN_HINT = (
+    "an explicit `ratchet run --resume RUN_ID` truncates the torn line and records a ledger.repaired event"
+)
+TAMPER_HINT = "events.jsonl was changed after it was written; restore it from a backup or start a new run"
+
+
+class LedgerLineError(LedgerError):
+    """A LedgerError about one line of events.jsonl; `line` is its 1-based line number."""
+
+    def __init__(self, code: str, message: str, line: int, hint: str | None = None):
+        super().__init__(code, message, hint)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Event:
+    """One verified ledger event. `digest` is `sha256:<hex>` of its line's bytes (no newline);
+    `data` is the parsed JSON object exactly as stored (treat it as read-only)."""
+
+    seq: int
+    ts: str
+    kind: EventKind
+    prev: str
+    data: dict[str, Any]
+    digest: str
+
+
+@dataclass(frozen=True)
+class Torn:
+    """A torn last line: 1-based `line`, byte `offset` where it starts, `length` bytes to drop."""
+
+    line: int
+    offset: int
+    length: int
+
+
+def format_ts(now: str | dt.datetime) -> str:
+    """`now` as an ISO-8601 UTC string; a str is checked and returned as is.
+
+    Raises ValueError for an unparsable string, a naive datetime or a non-UTC offset.
+    """
+    if isinstance(now, dt.datetime):
+        if now.utcoffset() is None:
+            raise ValueError("ledger timestamps need a timezone-aware datetime")
+        return now.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    parsed = dt.datetime.fromisoformat(now)
+    if parsed.utcoffset() != dt.timedelta(0):
+        raise ValueError(f"ledger timestamp {now!r} is not UTC")
+    return now
+
+
+def encode_event(seq: int, ts: str, kind: str, prev: str, data: Mapping[str, Any]) -> bytes:
+    """The canonical bytes of one event line, without the trailing newline. Raises CanonicalError."""
+    return canonical_bytes({"seq": seq, "ts": ts, "kind": kind, "prev": prev, "data": data})
+

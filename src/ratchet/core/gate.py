@@ -1,0 +1,382 @@
+"""The gate: a trial's paired scores in, a verdict out (DESIGN.md §6).
+
+Pure: takes the unit scores measured so far and the trial's settings, returns a frozen Decision;
+touches no file, process or clock. The statistics live in `ratchet.core.stats` and are imported when a
+trial is judged, so importing this module for its types stays cheap (no numpy/scipy).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ratchet.core.errors import RatchetError
+
+Verdict = Literal["accepted", "rejected", "inconclusive", "continue"]
+VERDICTS: Mapping[str, str] = {
+    "accepted": "the candidate's gain over the margin is significant at the trial's level",
+    "rejected": "the candidate is not promoted (the reason says why)",
+    "inconclusive": "no verdict can be reached (the champion's side could not be measured)",
+    "continue": "not decided yet: measure the next look's units (or re-run champion units) and judge again",
+}
+
+Reason = Literal[
+    "significant_gain",
+    "not_significant",
+    "futility",
+    "candidate_failed",
+    "champion_failed",
+    "champion_retry",
+    "no_change",
+    "duplicate",
+    "scope_violation",
+    "invalid_candidate",
+    "not_confirmed",
+    "budget",
+    "next_look",
+]
+REASONS: Mapping[str, str] = {
+    "significant_gain": "accepted: p-value <= the look's threshold (H0: mean gain <= margin rejected)",
+    "not_significant": "rejected: the last look was reached without a significant gain",
+    "futility": "rejected early: at an interim look the mean gain was at or below the margin",
+    "candidate_failed": "rejected: a candidate measurement failed on a unit (crash, timeout, no metric, NaN)",
+    "champion_failed": "inconclusive: the champion's measurement failed again on a unit after its retry",
+    "champion_retry": "continue: champion measurements failed on units that are re-run once (retry_units)",
+    "no_change": "rejected without jobs: the candidate's tree equals the champion's",
+    "duplicate": "rejected without jobs: this tree was already measured in this run",
+    "scope_violation": "rejected without jobs: the change leaves scope.allowed or adds a symlink/submodule",
+    "invalid_candidate": "rejected without jobs: the submission is not a usable candidate tree",
+    "not_confirmed": "rejected: accepted by its trial but the confirmation on fresh units did not pass",
+    "budget": "inconclusive: the remaining budget cannot cover the trial's worst case",
+    "next_look": "continue: this look was not decisive; measure the next look's units and judge again",
+}
+
+REPORT_CONFIDENCE = 0.95  # intervals are for display: two-sided 95%, whatever the trial's level
+NO_LOOK = -1  # Decision.look when no look was evaluated (failures, decisions without jobs)
+
+
+@dataclass(frozen=True)
+class UnitScore:
+    """One unit's paired measurement, raw (not direction-normalised).
+
+    unit: the unit's 0-based index in the plan. champion / candidate: the metric (binary kind: 0 or
+    1), or None when that side failed (then *_failed is True) or has not run yet. A NaN or infinite
+    score counts as a failure of its side. champion_retried: the champion value comes from its retry.
+    """
+
+    unit: int
+    champion: float | None
+    candidate: float | None
+    champion_failed: bool = False
+    candidate_failed: bool = False
+    champion_retried: bool = False
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """How a trial is judged.
+
+    looks: cumulative units at each look (gate.units); level: the trial's level in [0, 1) from
+    stats.multiplicity.trial_level; margin: the minimum effect tested as the null, metric units,
+    >= 0 (margin_for); kind: binary (pass/fail scores) or continuous; direction: max or min;
+    seed: seeds the sign-flip Monte Carlo beyond 20 units. Raises RatchetError `gate.bad_settings`
+    (or PlanError for bad looks) when built with invalid values.
+    """
+
+    looks: tuple[int, ...]
+    level: float
+    margin: float
+    kind: Literal["binary", "continuous"]
+    direction: Literal["max", "min"]
+    seed: int
+
+    def __post_init__(self) -> None:
+        from ratchet.core.stats.sequential import validate_looks
+
+        object.__setattr__(self, "looks", validate_looks(self.looks))
+        problems = []
+        if not (
+            isinstance(self.level, int | float) and math.isfinite(self.level) and 0.0 <= self.level < 1.0
+        ):
+            problems.append(f"level must be in [0, 1), got {self.level!r}")
+        if not (isinstance(self.margin, int | float) and math.isfinite(self.margin) and self.margin >= 0.0):
+            problems.append(f"margin must be finite and >= 0, got {self.margin!r}")
+        if self.kind not in ("binary", "continuous"):
+            problems.append(f"kind must be 'binary' or 'continuous', got {self.kind!r}")
+        if self.direction not in ("max", "min"):
+            problems.append(f"direction must be 'max' or 'min', got {self.direction!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            problems.append(f"seed must be an integer, got {self.seed!r}")
+        if problems:
+            raise RatchetError("gate.bad_settings", "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The gate's decision on a trial (possibly interim: verdict `continue`).
+
+    estimate: mean paired difference, direction-normalised (positive = candidate better), metric
+    units, over the `units` units of the deciding look; interval: two-sided REPORT_CONFIDENCE
+    interval for it (display only; None when unbounded or not computed); p_value: the one-sided
+    p-value at that look; threshold: the look's p-value threshold; units: units judged;
+    look: 0-based look index, NO_LOOK (-1) when none was evaluated; level: the trial's level;
+    retry_units: champion-side units to re-run, non-empty only with reason `champion_retry`.
+    """
+
+    verdict: Verdict
+    reason: Reason
+    reason_text: str
+    estimate: float | None
+    interval: tuple[float, float] | None
+    p_value: float | None
+    units: int
+    look: int
+    level: float
+    retry_units: tuple[int, ...] = ()
+    threshold: float | None = None
+
+    @classmethod
+    def without_jobs(cls, reason: Reason, text: str, level: float) -> Decision:
+        """A `rejected` decision reached before any job ran (no_change, duplicate, scope_violation,
+        invalid_candidate): no estimate, no units, look NO_LOOK.
+        """
+        return cls("rejected", reason, text, None, None, None, 0, NO_LOOK, level)
+
+    def to_json(self) -> dict[str, object]:
+        """Plain JSON object (for the ledger's `trial.judged` event and --json output)."""
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "reason_text": self.reason_text,
+            "estimate": self.estimate,
+            "interval": None if self.interval is None else list(self.interval),
+            "p_value": self.p_value,
+            "threshold": self.threshold,
+            "units": self.units,
+            "look": self.look,
+            "level": self.level,
+            "retry_units": list(self.retry_units),
+        }
+
+
+def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
+    """The looks of a confirmation on fresh units: at least as many units as the trial used
+    (`units_used`, one of `looks`), continuing through the later looks only if needed.
+
+    A confirmation fixed at the trial's own count loses power when the trial stopped early on few
+    units (simulated: 83% instead of 99.8% at 1 SD after a 10-unit acceptance); continuing with the
+    trial's own schedule keeps the level and the early stop. Raises ValueError for units_used < 1.
+    """
+    if units_used < 1:
+        raise ValueError(f"units_used must be >= 1, got {units_used}")
+    later = tuple(n for n in looks if n > units_used)
+    return (units_used, *later)
+
+
+def margin_for(min_effect: float, min_effect_rel: float, champion_mean: float) -> float:
+    """The margin tested as the null: max(min_effect, min_effect_rel * |champion_mean|), metric units.
+
+    champion_mean should come from measurements made before the trial (else the null depends on the
+    data it is tested on). Raises RatchetError `gate.bad_margin` on negative or non-finite inputs.
+    """
+    values = (min_effect, min_effect_rel, champion_mean)
+    if (
+        not all(isinstance(v, int | float) and math.isfinite(v) for v in values)
+        or min(min_effect, min_effect_rel) < 0
+    ):
+        raise RatchetError(
+            "gate.bad_margin",
+            f"min_effect {min_effect!r}, min_effect_rel {min_effect_rel!r} and "
+            f"champion mean {champion_mean!r} must be finite, the first two >= 0",
+        )
+    return float(max(min_effect, min_effect_rel * abs(champion_mean)))
+
+
+def _bad(value: float | None) -> bool:
+    return value is not None and not math.isfinite(value)
+
+
+def _units_text(units: Sequence[int]) -> str:
+    shown = ", ".join(str(u) for u in units[:8])
+    return f"unit {shown}" if len(units) == 1 else f"units {shown}" + (", ..." if len(units) > 8 else "")
+
+
+def _failure_decision(scores: Sequence[UnitScore], level: float) -> Decision | None:
+    """Failure rules, before any statistics: candidate failures reject, champion failures retry once."""
+    complete = sum(1 for s in scores if s.champion is not None and s.candidate is not None)
+    cand = tuple(s.unit for s in scores if s.candidate_failed or _bad(s.candidate))
+    if cand:
+        return Decision(
+            "rejected",
+            "candidate_failed",
+            f"The candidate failed on {_units_text(cand)}; a failing candidate is never accepted.",
+            None,
+            None,
+            None,
+            complete,
+            NO_LOOK,
+            level,
+        )
+    champ = [s for s in scores if s.champion_failed or _bad(s.champion)]
+    again = tuple(s.unit for s in champ if s.champion_retried)
+    if again:
+        return Decision(
+            "inconclusive",
+            "champion_failed",
+            f"The champion's measurement failed again on {_units_text(again)} after a retry; no verdict.",
+            None,
+            None,
+            None,
+            complete,
+            NO_LOOK,
+            level,
+        )
+    if champ:
+        retry = tuple(s.unit for s in champ)
+        return Decision(
+            "continue",
+            "champion_retry",
+            f"The champion's measurement failed on {_units_text(retry)}; re-running them once.",
+            None,
+            None,
+            None,
+            complete,
+            NO_LOOK,
+            level,
+            retry_units=retry,
+        )
+    return None
+
+
+def _complete_prefix(scores: Sequence[UnitScore], looks: tuple[int, ...]) -> list[UnitScore]:
+    """The leading units with both sides measured; raises gate.* errors on too few/many or duplicates."""
+    units = [s.unit for s in scores]
+    if len(set(units)) != len(units):
+        raise RatchetError("gate.duplicate_unit", f"unit scores repeat a unit: {sorted(units)}")
+    prefix = []
+    for s in scores:
+        if s.champion is None or s.candidate is None:
+            break
+        prefix.append(s)
+    if len(prefix) < looks[0]:
+        raise RatchetError(
+            "gate.too_few_units",
+            f"{len(prefix)} complete units, the first look needs {looks[0]}",
+            hint="judge a trial only once a look's units are all measured",
+        )
+    if len(prefix) > looks[-1]:
+        raise RatchetError(
+            "gate.too_many_units", f"{len(prefix)} complete units, the last look is {looks[-1]}"
+        )
+    return prefix
+
+
+def _passes(values: list[float], direction: str) -> list[int]:
+    if any(v not in (0, 1) for v in values):
+        raise RatchetError(
+            "gate.bad_score", "binary scores must be 0 or 1", hint="use kind 'continuous' for other metrics"
+        )
+    return [int(v) if direction == "max" else 1 - int(v) for v in values]
+
+
+def _differences(prefix: list[UnitScore], settings: GateSettings):
+    """Direction-normalised paired differences d (numpy, candidate better > 0) and, for binary, passes."""
+    import numpy as np
+
+    champ = [float(s.champion) for s in prefix]  # type: ignore[arg-type]
+    cand = [float(s.candidate) for s in prefix]  # type: ignore[arg-type]
+    if settings.kind == "binary":
+        champ, cand = _passes(champ, settings.direction), _passes(cand, settings.direction)
+    d = np.asarray(cand, dtype=float) - np.asarray(champ, dtype=float)
+    if settings.kind == "continuous" and settings.direction == "min":
+        d = -d
+    return d, np.asarray(cand), np.asarray(champ)
+
+
+def _look_p_value(d, settings: GateSettings) -> float:
+    from ratchet.core.stats.paired import binary_margin_test, sign_flip_test
+
+    if settings.kind == "binary":
+        b, c = int((d > 0).sum()), int((d < 0).sum())
+        return float(binary_margin_test(b, c, len(d), settings.margin))
+    return float(sign_flip_test(d, settings.margin, settings.seed))
+
+
+def _interval(d, cand, champ, kind: str) -> tuple[float, float] | None:
+    from ratchet.core.stats.paired import mean_diff_interval, newcombe_interval
+
+    if kind == "binary":
+        n11, n00 = int(((cand == 1) & (champ == 1)).sum()), int(((cand == 0) & (champ == 0)).sum())
+        low, high = newcombe_interval(n11, int((d > 0).sum()), int((d < 0).sum()), n00, REPORT_CONFIDENCE)
+    else:
+        low, high = mean_diff_interval(d, REPORT_CONFIDENCE)
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
+
+
+def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
+    """Judge a trial from the units measured so far (in plan order).
+
+    Failure rules first (DESIGN.md §6): any candidate-side failure -> rejected/candidate_failed;
+    a champion failure after its retry -> inconclusive/champion_failed; a champion failure not yet
+    retried -> continue/champion_retry with retry_units. Otherwise the looks reached by the leading
+    complete units are walked in order (stats.sequential.walk_looks), which gives the same result as
+    judging after each look: p <= the look's threshold -> accepted/significant_gain; at an interim
+    look, mean gain <= margin -> rejected/futility; at the last look -> rejected/not_significant;
+    else continue. The p-value is exact McNemar / exact unconditional (binary) or the sign-flip test
+    (continuous) of H0: mean gain <= settings.margin.
+    Raises RatchetError `gate.too_few_units` (fewer complete units than looks[0]),
+    `gate.too_many_units`, `gate.duplicate_unit`, `gate.bad_score` (binary score not 0/1).
+    """
+    import numpy as np
+
+    from ratchet.core.stats.sequential import OUTCOMES, boundaries, walk_looks
+
+    failed = _failure_decision(scores, settings.level)
+    if failed is not None:
+        return failed
+    prefix = _complete_prefix(scores, settings.looks)
+    d, cand, champ = _differences(prefix, settings)
+    looks = settings.looks
+    seen = sum(1 for n in looks if n <= len(d))
+    p = [_look_p_value(d[: looks[k]], settings) for k in range(seen)]
+    est = [float(d[: looks[k]].mean()) for k in range(seen)]
+    marks = boundaries(settings.level, looks, settings.kind, settings.margin)
+    look_arr, outcome_arr = walk_looks(
+        np.array([p]), np.array([est]), settings.margin, [m.increment for m in marks]
+    )
+    k, outcome = int(look_arr[0]), OUTCOMES[int(outcome_arr[0])]
+    n = looks[k]
+    interval = _interval(d[:n], cand[:n], champ[:n], settings.kind)
+    verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], marks[k].increment, settings.margin)
+    return Decision(
+        verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), marks[k].increment
+    )
+
+
+def _look_text(
+    outcome: str, k: int, looks: tuple[int, ...], est: float, p: float, threshold: float, margin: float
+) -> tuple[Verdict, Reason, str]:
+    """Verdict, reason and one human sentence for a look's outcome."""
+    where = f"look {k + 1} of {len(looks)} ({looks[k]} units)"
+    test = f"p = {p:.3g} vs threshold {threshold:.3g}"
+    if outcome == "accepted":
+        return (
+            "accepted",
+            "significant_gain",
+            f"Mean gain {est:+.4g} exceeds the margin {margin:g} significantly at {where}: {test}.",
+        )
+    if outcome == "futility":
+        return (
+            "rejected",
+            "futility",
+            f"Mean gain {est:+.4g} is at or below the margin {margin:g} at {where}; stopped for futility.",
+        )
+    if outcome == "not_significant":
+        return (
+            "rejected",
+            "not_significant",
+            f"Mean gain {est:+.4g} over the margin {margin:g} is not significant at {where}: {test}.",
+        )
+    return "continue", "next_look", f"Not decided at {where} ({test}); measure up to {looks[k + 1]} units."

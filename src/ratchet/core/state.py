@@ -1,0 +1,384 @@
+"""The run's state as a pure reduction over its ledger events: `fold(events) -> RunState`.
+
+Pure: no I/O, no clock. Every number here comes from the events (wall time from their `ts`).
+Event data may carry extra keys (ignored) and missing keys read as None; the event kinds are the
+closed list of schema.EVENT_KINDS.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ratchet.core.events import Event
+
+RunStatus = Literal["running", "stopped", "interrupted"]
+"""running: no stop recorded since the last start/resume (the CLI reads "running but the lock is
+not held" as interrupted); stopped: a final stop reason was recorded; interrupted: the last stop
+was `interrupted` (resumable)."""
+
+Stage = Literal["trial", "confirm", "holdout"]
+"""trial: a candidate against the champion; confirm: re-measurement on fresh units before a
+promotion; holdout: the final champion against the baseline on fresh units."""
+
+
+@dataclass(frozen=True)
+class TreeRef:
+    """A git commit and its tree hash (either may be None when not recorded)."""
+
+    commit: str | None
+    tree: str | None
+
+
+@dataclass(frozen=True)
+class Champion:
+    """The current champion. `attempt` is None (and `estimate` None) while it is the baseline;
+    `estimate`/`interval` are in direction-normalized metric units."""
+
+    commit: str | None
+    tree: str | None
+    estimate: float | None = None
+    interval: tuple[float, float] | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One recorded trial.judged: the gate's verdict on one stage of a trial."""
+
+    stage: str
+    verdict: str | None
+    reason: str | None
+    reason_text: str | None
+    estimate: float | None
+    interval: tuple[float, float] | None
+    p_value: float | None
+    units: int | None
+    level: float | None
+    attempt: int | None
+
+
+@dataclass(frozen=True)
+class AttemptState:
+    """One attempt. Verdict fields come from its stage "trial" judgment (the last one recorded);
+    `confirm` is its stage "confirm" judgment; `gave_up` the agent's reason when it gave up."""
+
+    attempt: int
+    tree: str | None = None
+    summary: str | None = None
+    params: Mapping[str, Any] | None = None
+    report_blob: str | None = None
+    launches: int = 0
+    verdict: str | None = None
+    reason: str | None = None
+    reason_text: str | None = None
+    estimate: float | None = None
+    interval: tuple[float, float] | None = None
+    p_value: float | None = None
+    units: int | None = None
+    level: float | None = None
+    confirm: Judgment | None = None
+    gave_up: str | None = None
+
+
+@dataclass(frozen=True)
+class BudgetUsed:
+    """Budget spent so far: attempts started, job-units charged (cached jobs charge 0), CPU and
+    GPU hours of non-cached jobs, and wall seconds summed over sessions (each from run.started or
+    run.resumed to the last event before the next run.resumed, a `ledger.repaired` not counted: the
+    time between a kill and its resume is no session's)."""
+
+    attempts: int = 0
+    evaluations: int = 0
+    cpu_hours: float = 0.0
+    gpu_hours: float = 0.0
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Everything `ratchet status` and a resume need, folded from the events.
+
+    `finished_jobs`: job_id -> the job.finished data; `running_jobs`: job_id -> pid of jobs started
+    and not finished; `open_trial`: the data of the last trial.planned with no trial.judged for its
+    (attempt, stage) yet; `limits`: run.started's limits as recorded.
+    """
+
+    run_id: str | None = None
+    state: RunStatus = "running"
+    stop_reason: str | None = None
+    stop_budget: str | None = None
+    stop_detail: str | None = None
+    contract_digest: str | None = None
+    baseline: TreeRef = TreeRef(None, None)
+    champion: Champion = Champion(None, None)
+    promotions: int = 0
+    attempts: tuple[AttemptState, ...] = ()
+    holdout: Judgment | None = None
+    budget_used: BudgetUsed = BudgetUsed()
+    finished_jobs: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    running_jobs: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
+    last_attempt: int = 0
+    trials_run: int = 0
+    consecutive_without_promotion: int = 0
+    open_trial: Mapping[str, Any] | None = None
+    limits: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    holdout_reserve: int = 0
+    salt: str | None = None
+    sandbox: str | None = None
+    target_kind: str | None = None
+    direction: str | None = None
+    sessions: int = 0
+    repairs: int = 0
+    last_seq: int = -1
+
+    def attempt(self, number: int) -> AttemptState | None:
+        """The attempt with 1-based number `number`, or None."""
+        return next((a for a in self.attempts if a.attempt == number), None)
+
+
+def parse_ts(ts: str) -> dt.datetime:
+    """An event's `ts` (ISO-8601 UTC text) as an aware datetime."""
+    return dt.datetime.fromisoformat(ts)
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return (value[0], value[1])
+    return None
+
+
+def _judgment(data: Mapping[str, Any]) -> Judgment:
+    return Judgment(
+        stage=data.get("stage"),
+        verdict=data.get("verdict"),
+        reason=data.get("reason"),
+        reason_text=data.get("reason_text"),
+        estimate=data.get("estimate"),
+        interval=_interval(data.get("interval")),
+        p_value=data.get("p_value"),
+        units=data.get("units"),
+        level=data.get("level"),
+        attempt=data.get("attempt"),
+    )
+
+
+class _Folder:
+    """Mutable accumulator used only inside fold(): RunState's fields as plain attributes, one
+    handler per event kind. The frozen RunState is built once, by result(): replacing a 30-field
+    frozen dataclass on every event was most of replay's time."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.state: RunStatus = "running"
+        self.stop_reason: str | None = None
+        self.stop_budget: str | None = None
+        self.stop_detail: str | None = None
+        self.contract_digest: str | None = None
+        self.baseline = TreeRef(None, None)
+        self.champion = Champion(None, None)
+        self.promotions = 0
+        self.holdout: Judgment | None = None
+        self.last_attempt = 0
+        self.trials_run = 0
+        self.open_trial: Mapping[str, Any] | None = None
+        self.limits: Mapping[str, Any] = MappingProxyType({})
+        self.holdout_reserve = 0
+        self.salt: str | None = None
+        self.sandbox: str | None = None
+        self.target_kind: str | None = None
+        self.direction: str | None = None
+        self.sessions = 0
+        self.repairs = 0
+        self.last_seq = -1
+        self.attempts: dict[int, dict[str, Any]] = {}  # number -> AttemptState fields set so far
+        self.finished: dict[str, Mapping[str, Any]] = {}
+        self.running: dict[str, int | None] = {}
+        self.judged_since_promotion: set[Any] = set()
+        self.started = 0  # BudgetUsed.attempts
+        self.evaluations = 0
+        self.cpu_hours = 0.0
+        self.gpu_hours = 0.0
+        self.wall_s = 0.0
+        self.session_start: dt.datetime | None = None
+        self.closed_wall_s = 0.0
+        self.handlers: dict[str, Any] = {}
+
+    def touch_attempt(self, number: Any, **changes: Any) -> None:
+        if not isinstance(number, int):
+            return
+        fields = self.attempts.get(number)
+        if fields is None:
+            fields = self.attempts[number] = {"attempt": number}
+        fields.update(changes)
+
+    def step(self, event: Event) -> None:
+        handler = self.handlers.get(event.kind)
+        if handler is None:
+            handler = self.handlers[event.kind] = getattr(self, "on_" + event.kind.replace(".", "_"))
+        handler(event.data)
+        self.last_seq = event.seq
+        self.track_wall(event)
+
+    def track_wall(self, event: Event) -> None:
+        if event.kind == "ledger.repaired":
+            return  # written by a resuming kernel before its run.resumed: the downtime is no session's
+        when = parse_ts(event.ts)
+        if event.kind in ("run.started", "run.resumed"):
+            self.closed_wall_s = self.wall_s
+            self.session_start = when
+        if self.session_start is not None:
+            elapsed = max((when - self.session_start).total_seconds(), 0.0)
+            self.wall_s = self.closed_wall_s + elapsed
+
+    def on_run_started(self, d: Mapping[str, Any]) -> None:
+        baseline = d.get("baseline") or {}
+        ref = TreeRef(baseline.get("commit"), baseline.get("tree"))
+        self.run_id = d.get("run_id")
+        self.contract_digest = d.get("contract_digest")
+        self.baseline = ref
+        self.champion = Champion(ref.commit, ref.tree)
+        self.salt = d.get("salt")
+        self.sandbox = d.get("sandbox")
+        self.target_kind = d.get("target_kind")
+        self.direction = d.get("direction")
+        self.limits = MappingProxyType(dict(d.get("limits") or {}))
+        self.holdout_reserve = d.get("holdout_reserve") or 0
+        self.sessions += 1
+
+    def on_run_resumed(self, d: Mapping[str, Any]) -> None:
+        self.state = "running"
+        self.stop_reason = self.stop_budget = self.stop_detail = None
+        self.sessions += 1
+
+    def on_attempt_started(self, d: Mapping[str, Any]) -> None:
+        number = d.get("attempt")
+        self.touch_attempt(number)
+        self.started += 1
+        if isinstance(number, int):
+            self.last_attempt = max(self.last_attempt, number)
+
+    def on_agent_launched(self, d: Mapping[str, Any]) -> None:
+        current = self.attempts.get(d.get("attempt"))
+        self.touch_attempt(d.get("attempt"), launches=(current.get("launches", 0) if current else 0) + 1)
+
+    def on_attempt_submitted(self, d: Mapping[str, Any]) -> None:
+        params = d.get("params")
+        self.touch_attempt(
+            d.get("attempt"),
+            tree=d.get("tree"),
+            summary=d.get("summary"),
+            report_blob=d.get("report_blob"),
+            params=MappingProxyType(dict(params)) if isinstance(params, Mapping) else None,
+        )
+
+    def on_attempt_gave_up(self, d: Mapping[str, Any]) -> None:
+        self.touch_attempt(d.get("attempt"), gave_up=d.get("reason"))
+
+    def on_trial_planned(self, d: Mapping[str, Any]) -> None:
+        self.open_trial = d
+        if d.get("stage") == "trial":
+            self.trials_run += 1
+
+    def on_job_started(self, d: Mapping[str, Any]) -> None:
+        job_id = d.get("job_id")
+        self.finished.pop(job_id, None)
+        self.running[job_id] = d.get("pid")
+
+    def on_job_finished(self, d: Mapping[str, Any]) -> None:
+        job_id = d.get("job_id")
+        self.running.pop(job_id, None)
+        self.finished[job_id] = d
+        if d.get("cached"):
+            return
+        self.evaluations += int(d.get("units_charged") or 0)
+        self.cpu_hours += float(d.get("cpu_s") or 0.0) / 3600.0
+        self.gpu_hours += float(d.get("gpu_s") or 0.0) / 3600.0
+
+    def on_trial_judged(self, d: Mapping[str, Any]) -> None:
+        judgment = _judgment(d)
+        planned = self.open_trial
+        if planned is not None and (planned.get("attempt"), planned.get("stage")) == (
+            d.get("attempt"),
+            d.get("stage"),
+        ):
+            self.open_trial = None
+        if judgment.stage == "holdout":
+            self.holdout = judgment
+        elif judgment.stage == "confirm":
+            self.touch_attempt(judgment.attempt, confirm=judgment)
+        elif judgment.stage == "trial":
+            self.judged_since_promotion.add(judgment.attempt)
+            self.touch_attempt(
+                judgment.attempt,
+                verdict=judgment.verdict,
+                reason=judgment.reason,
+                reason_text=judgment.reason_text,
+                estimate=judgment.estimate,
+                interval=judgment.interval,
+                p_value=judgment.p_value,
+                units=judgment.units,
+                level=judgment.level,
+            )
+
+    def on_champion_promoted(self, d: Mapping[str, Any]) -> None:
+        self.champion = Champion(
+            d.get("commit"), d.get("tree"), d.get("estimate"), _interval(d.get("interval")), d.get("attempt")
+        )
+        self.judged_since_promotion.clear()
+        self.promotions += 1
+
+    def on_run_stopped(self, d: Mapping[str, Any]) -> None:
+        reason = d.get("stop_reason")
+        self.state = "interrupted" if reason == "interrupted" else "stopped"
+        self.stop_reason = reason
+        self.stop_budget = d.get("budget")
+        self.stop_detail = d.get("detail")
+
+    def on_ledger_repaired(self, d: Mapping[str, Any]) -> None:
+        self.repairs += 1
+
+    def result(self) -> RunState:
+        return RunState(
+            run_id=self.run_id,
+            state=self.state,
+            stop_reason=self.stop_reason,
+            stop_budget=self.stop_budget,
+            stop_detail=self.stop_detail,
+            contract_digest=self.contract_digest,
+            baseline=self.baseline,
+            champion=self.champion,
+            promotions=self.promotions,
+            attempts=tuple(AttemptState(**self.attempts[n]) for n in sorted(self.attempts)),
+            holdout=self.holdout,
+            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall_s),
+            finished_jobs=MappingProxyType(dict(self.finished)),
+            running_jobs=MappingProxyType(dict(self.running)),
+            last_attempt=self.last_attempt,
+            trials_run=self.trials_run,
+            consecutive_without_promotion=len(self.judged_since_promotion),
+            open_trial=self.open_trial,
+            limits=self.limits,
+            holdout_reserve=self.holdout_reserve,
+            salt=self.salt,
+            sandbox=self.sandbox,
+            target_kind=self.target_kind,
+            direction=self.direction,
+            sessions=self.sessions,
+            repairs=self.repairs,
+            last_seq=self.last_seq,
+        )
+
+
+def fold(events: Iterable[Event]) -> RunState:
+    """The RunState after `events` (oldest first, as read by events.read_events). Pure.
+
+    An empty sequence gives the initial RunState (run_id None, state "running").
+    """
+    folder = _Folder()
+    for event in events:
+        folder.step(event)
+    return folder.result()

@@ -1,0 +1,362 @@
+"""The campaign loop (DESIGN.md §3): attempts until a stop reason, each candidate judged by the gate
+against the champion, promotions as commits on `ratchet/<run_id>/champion`, then the holdout.
+
+Every step is recorded in the ledger before the next one starts, and every step is written with
+`Kernel.once`, so a resumed kernel replays the loop from the ledger alone: finished jobs are reused,
+nothing is recorded twice, and the agents (deterministic given the ledger) propose the same
+candidates again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, PastAttempt, Submit
+from ratchet.core.budget import exhausted, forecast, holdout_worst_case, limits, trial_worst_case
+from ratchet.core.gate import Decision, GateSettings, confirmation_looks, margin_for
+from ratchet.core.plan import Plan, compile_plan
+from ratchet.core.state import RunState, parse_ts
+from ratchet.core.stats.multiplicity import trial_level
+from ratchet.loop.examples_trial import ExampleData, ExamplesTrials
+from ratchet.loop.kernel import Kernel
+from ratchet.loop.measure import Interrupted
+from ratchet.loop.trial import TrialOutcome, run_plan
+from ratchet.present.progress import CampaignUI
+from ratchet.present.status import final_verdict
+from ratchet.workspace.scope import check_scope
+
+HOLDOUT_ATTEMPT = 0
+"""The holdout's plans and jobs carry attempt number 0 (attempts are 1-based)."""
+
+
+class Campaign:
+    """One `ratchet run` on an open kernel with an agent. `run()` returns the stop reason."""
+
+    def __init__(self, kernel: Kernel, agent: Agent, ui: CampaignUI, salt: str, examples: ExampleData | None = None):
+        self.k = kernel
+        self.agent = agent
+        self.ui = ui
+        self.salt = salt
+        self.contract = kernel.contract
+        self.examples = ExamplesTrials(kernel, examples, salt, ui.jobs) if examples is not None else None
+
+    @property
+    def confirms(self) -> bool:
+        """Whether accepted candidates are re-measured on fresh units (benchmarks with gate.confirm;
+        examples have no fresh units)."""
+        return self.contract.gate.confirm and self.examples is None
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> tuple[str, str | None]:
+        """Attempts until a stop reason; then the holdout (if anything was promoted) and
+        `run.stopped`. Returns (stop_reason, budget name or None)."""
+        try:
+            reason, budget = self._loop()
+            if reason != "interrupted" and self.k.state().promotions > 0:
+                self._holdout()
+        except Interrupted:
+            reason, budget = "interrupted", None
+        if self.k.interrupted:
+            reason, budget = "interrupted", None
+        self.k.record("run.stopped", {"stop_reason": reason, "budget": budget, "detail": None})
+        self.ui.stopped(reason, budget)
+        return reason, budget
+
+    def _loop(self) -> tuple[str, str | None]:
+        while True:
+            if self.k.interrupted:
+                return "interrupted", None
+            state = self.k.state()
+            last = state.attempt(state.last_attempt)
+            if last is not None and last.gave_up is not None:
+                return "agent_stopped", None  # recorded before a kill: do not start another attempt
+            number, in_progress = self._next_attempt(state)
+            if not in_progress:
+                stop = self._stop_reason(state)
+                if stop is not None:
+                    return stop
+            outcome = self._attempt(number)
+            if outcome == "agent_stopped":
+                return "agent_stopped", None
+
+    def _next_attempt(self, state: RunState) -> tuple[int, bool]:
+        """The attempt to work on: an unfinished one (resume) or the next number."""
+        last = state.attempt(state.last_attempt)
+        if last is not None and not self._attempt_done(last):
+            return last.attempt, True
+        return state.last_attempt + 1, False
+
+    def _attempt_done(self, a) -> bool:
+        """An attempt is done once it gave up, was rejected (by its trial or its confirmation), or
+        was promoted."""
+        if a.gave_up is not None:
+            return True
+        if a.verdict is None:
+            return False
+        if a.verdict != "accepted":
+            return True
+        if self.confirms and a.confirm is None:
+            return False
+        if a.confirm is not None and a.confirm.verdict != "accepted":
+            return True
+        return self.k.find("champion.promoted", attempt=a.attempt) is not None
+
+    def _stop_reason(self, state: RunState) -> tuple[str, str | None] | None:
+        gate = self.contract.gate
+        if gate.patience and state.consecutive_without_promotion >= gate.patience:
+            return "plateau", None
+        if gate.target is not None and self._target_reached(gate.target):
+            return "target_reached", None
+        used = state.budget_used
+        now_wall = used.wall_s + max(0.0, (self.k.clock() - parse_ts(self.k.log.events[-1].ts)).total_seconds())
+        spent = replace(used, wall_s=now_wall)
+        ran = [j for j in state.finished_jobs.values() if not j.get("cached")]
+        job_wall = sum(float(j.get("elapsed_s") or 0.0) for j in ran) / len(ran) if ran else 0.0
+        expected = forecast(spent, state.last_attempt, len(ran), job_wall,
+                            2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
+        name = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
+        return ("budget_exhausted", name) if name else None
+
+    def _target_reached(self, target: float) -> bool:
+        """True when the champion's latest confidence bound on the metric (lower for max, upper for
+        min) reaches `target`: from the last trial's champion side, or from the promoted
+        candidate's confirmation when that is more recent."""
+        for event in reversed(self.k.log.events):
+            if event.kind == "trial.judged" and event.data.get("stage") == "trial":
+                value = event.data.get("champion_lcb")
+            elif event.kind == "champion.promoted":
+                value = event.data.get("lcb")
+            else:
+                continue
+            if not isinstance(value, int | float):
+                return False
+            return value >= target if self.contract.target.direction == "max" else value <= target
+        return False
+
+    def _trial_worst(self) -> int:
+        if self.examples is not None:
+            return trial_worst_case(self.examples.looks()[-1], confirm=False)
+        return trial_worst_case(self.contract.gate.units[-1], self.confirms)
+
+    def _reserve(self) -> int:
+        if self.examples is not None:
+            return self.examples.final_units()
+        return holdout_worst_case(self.contract.gate.holdout_size)
+
+    # -- one attempt ---------------------------------------------------------------------------
+
+    def _attempt(self, number: int) -> str:
+        self.k.once("attempt.started", {"attempt": number}, "attempt")
+        state = self.k.state()
+        self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
+        ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed, self._history(state))
+        submitted = self.k.find("attempt.submitted", attempt=number)
+        action = self._recorded_submission(submitted.data) if submitted else self._converse(ctx)
+        if isinstance(action, GiveUp):
+            self.k.once("attempt.gave_up", {"attempt": number, "reason": action.reason}, "attempt")
+            self.ui.note(f"attempt {number}: the agent gave up: {action.reason}")
+            return "agent_stopped"
+        self._submit(number, action)
+        return "judged"
+
+    def _converse(self, ctx: AgentContext) -> Action:
+        from ratchet.agents.base import MAX_LAUNCHES_PER_ATTEMPT
+        from ratchet.loop.launch import run_launch
+
+        action = self.agent.start(ctx)
+        launches = 0
+        while isinstance(action, Launch):
+            launches += 1
+            if launches > MAX_LAUNCHES_PER_ATTEMPT:
+                return GiveUp(f"more than {MAX_LAUNCHES_PER_ATTEMPT} launches in one attempt")
+            results = run_launch(self.k, ctx, launches, action)
+            action = self.agent.wake(ctx, results)
+        return action
+
+    def _recorded_submission(self, data: dict[str, Any]) -> Submit:
+        """The Submit recorded by `attempt.submitted` (a resume measures exactly what was submitted,
+        even if the agent would now propose something else: a changed candidates folder, an LLM)."""
+        params = data.get("params")
+        report = self.k.blobs.get_bytes(data["report_blob"]).decode("utf-8")
+        return Submit(tree=data.get("tree"), report=report, summary=data.get("summary") or "",
+                      params=dict(params) if params is not None else None, invalid=data.get("invalid"))
+
+    def _history(self, state: RunState) -> tuple[PastAttempt, ...]:
+        past = []
+        for a in state.attempts:
+            if a.verdict is None:
+                continue
+            judged = self.k.find("trial.judged", attempt=a.attempt, stage="trial")
+            mean = judged.data.get("candidate_mean") if judged else None
+            verdict, reason = final_verdict(a)
+            past.append(PastAttempt(a.attempt, a.tree, a.params, verdict, reason, mean))
+        return tuple(past)
+
+    def _submit(self, number: int, sub: Submit) -> None:
+        report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
+        self.k.once("attempt.submitted", {
+            "attempt": number, "tree": sub.tree, "summary": sub.summary, "report_blob": report_blob,
+            "params": dict(sub.params) if sub.params is not None else None, "invalid": sub.invalid,
+        }, "attempt")
+        early = self._judge_without_jobs(number, sub)
+        if early is not None:
+            self._judged(number, "trial", early, None)
+            return
+        state = self.k.state()
+        planned = self.k.find("trial.planned", attempt=number, stage="trial")
+        trial = planned.data["trial"] if planned else state.trials_run + 1
+        level = trial_level(self.contract.gate.alpha, self.contract.gate.multiplicity, trial,
+                            self.contract.budget.max_attempts)
+        champion_tree = state.champion.tree or ""
+        assert sub.tree is not None
+        outcome = self._measure("trial", number, trial, champion_tree, sub.tree, tuple(self.contract.gate.units), level)
+        if outcome.decision.verdict != "accepted":
+            return
+        if self.confirms:
+            confirm = self._measure("confirm", number, trial, champion_tree, sub.tree,
+                                    confirmation_looks(self.contract.gate.units, outcome.decision.units), level)
+            if confirm.decision.verdict != "accepted":
+                return
+            outcome = confirm
+        self._promote(number, sub, outcome)
+
+    def _judge_without_jobs(self, number: int, sub: Submit) -> Decision | None:
+        state = self.k.state()
+        level = 0.0
+        if sub.tree is None:
+            return Decision.without_jobs("invalid_candidate", sub.invalid or "no candidate tree", level)
+        champion = state.champion.tree or ""
+        if sub.tree == champion:
+            return Decision.without_jobs("no_change", "the candidate's tree equals the champion's: nothing to measure",
+                                         level)
+        measured = {a.tree for a in state.attempts if a.attempt != number and a.units}
+        if sub.tree in measured:
+            return Decision.without_jobs("duplicate", "this tree was already measured in this run", level)
+        scope = self.contract.scope
+        report = check_scope(self.k.git.diff_entries(champion, sub.tree), scope.allowed,
+                             self.contract.protected_paths, self.contract.hidden_paths)
+        if not report.ok:
+            return Decision.without_jobs("scope_violation", "; ".join(report.violations)[:1000], level)
+        return None
+
+    def _measure(self, stage: str, number: int, trial: int, champion_tree: str, candidate_tree: str,
+                 looks: tuple[int, ...], level: float) -> TrialOutcome:
+        if self.examples is not None:
+            outcome = self.examples.trial(stage, number, trial, champion_tree, candidate_tree, level,
+                                          self._margin(stage, number))
+            self._judged(number, stage, outcome.decision, outcome)
+            return outcome
+        plan = compile_plan(stage=stage, attempt=number, trial=trial, champion_tree=champion_tree,  # type: ignore[arg-type]
+                            candidate_tree=candidate_tree, target=self._target_json(), looks=looks,
+                            campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
+        outcome = self._run_plan(plan, level, stage, self._margin(stage, number))
+        self._judged(number, stage, outcome.decision, outcome)
+        return outcome
+
+    def _run_plan(self, plan: Plan, level: float, stage: str, margin: float = 0.0) -> TrialOutcome:
+        blob = self.k.blobs.put_bytes(plan.canonical_bytes())
+        self.k.once("trial.planned", {
+            "attempt": plan.attempt, "trial": plan.trial, "stage": stage, "plan_digest": plan.digest,
+            "plan_blob": blob, "level": level, "looks": list(plan.looks), "jobs": len(plan.jobs),
+        }, "attempt", "stage")
+        settings = GateSettings(looks=plan.looks, level=level, margin=margin, kind="continuous",
+                                direction=self.contract.target.direction,
+                                seed=int(plan.units[0]) if plan.units else 0)
+        return run_plan(plan, self.k.runner(self.ui.jobs), settings)
+
+    def _margin(self, stage: str, number: int) -> float:
+        gate = self.contract.gate
+        if stage == "holdout" or (gate.min_effect == 0 and gate.min_effect_rel == 0):
+            return 0.0
+        # The last trial judged before this stage started: of an earlier attempt for a trial, up to
+        # its own trial for a confirmation. Never a later one, so a resume replaying a judged trial
+        # judges it with the margin it was judged with.
+        last = number - 1 if stage == "trial" else number
+        judged = [e for e in self.k.log.events if e.kind == "trial.judged" and e.data.get("stage") == "trial"
+                  and isinstance(e.data.get("attempt"), int) and e.data["attempt"] <= last]
+        champion_mean = judged[-1].data.get("champion_mean") if judged else None
+        # The relative margin needs the champion's mean measured before this trial; before any trial,
+        # only the absolute margin can be used.
+        return margin_for(gate.min_effect, gate.min_effect_rel if champion_mean is not None else 0.0,
+                          abs(champion_mean) if isinstance(champion_mean, int | float) else 0.0)
+
+    def _target_json(self) -> dict[str, Any]:
+        t = self.contract.target
+        return {"kind": t.kind, "command": t.command, "metric": t.metric, "direction": t.direction,
+                "seed_env": t.seed_env, "timeout_s": t.timeout_s, "sandbox": self.k.sandbox.mode,
+                "network": self.k.sandbox.network}
+
+    def _judged(self, number: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
+                **extra: Any) -> None:
+        data: dict[str, Any] = {"attempt": number, "stage": stage, **decision.to_json(), **extra}
+        if outcome is not None:
+            data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
+                        champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb)
+        self.k.once("trial.judged", data, "attempt", "stage")
+        self.ui.judged(number, stage, data)
+
+    # -- promotion and holdout -----------------------------------------------------------------
+
+    def _promote(self, number: int, sub: Submit, outcome: TrialOutcome) -> None:
+        if self.k.find("champion.promoted", attempt=number):
+            return
+        state = self.k.state()
+        branch = f"ratchet/{self.k.run.run_id}/champion"
+        head = self.k.git.branch_commit(branch)
+        parent = state.champion.commit or ""
+        d = outcome.decision
+        if head is not None and head != parent and self.k.git.tree_of(head) == sub.tree:
+            commit = head  # promoted by a kernel killed before it could record it
+        else:
+            message = promotion_message(number, sub, d, self.contract.target.metric or "metric")
+            commit = self.k.git.commit_tree(sub.tree or "", [parent], message)
+            self.k.git.update_branch(branch, commit, head)
+        self.k.record("champion.promoted", {
+            "attempt": number, "commit": commit, "tree": sub.tree, "estimate": d.estimate,
+            "interval": list(d.interval) if d.interval else None, "mean": outcome.candidate_mean,
+            "lcb": outcome.candidate_lcb, "branch": branch,
+        })
+        self.ui.promoted(number, commit, d.estimate, d.interval)
+
+    def _holdout(self) -> None:
+        state = self.k.state()
+        if state.holdout is not None:
+            return
+        if self.examples is not None:
+            self.ui.note("measuring the final champion against the baseline on the test split (once)")
+            outcome, splits = self.examples.final(state.baseline.tree or "", state.champion.tree or "",
+                                                  self.contract.gate.alpha)
+            self._judged(HOLDOUT_ATTEMPT, "holdout", outcome.decision, outcome, splits=splits)
+            return
+        self.ui.note("measuring the final champion against the baseline on fresh holdout units")
+        plan = compile_plan(stage="holdout", attempt=HOLDOUT_ATTEMPT, trial=0,
+                            champion_tree=state.baseline.tree or "", candidate_tree=state.champion.tree or "",
+                            target=self._target_json(), looks=(self.contract.gate.holdout_size,),
+                            campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
+        outcome = self._run_plan(plan, self.contract.gate.alpha, "holdout")
+        self._judged(HOLDOUT_ATTEMPT, "holdout", outcome.decision, outcome)
+
+
+def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str:
+    """The champion commit's message: the summary, the confirmed gain, and the attempt's report."""
+    interval = f"[{d.interval[0]:.4g}, {d.interval[1]:.4g}]" if d.interval else "-"
+    return (
+        f"ratchet: promote attempt {number}: {sub.summary}\n\n"
+        f"Confirmed gain: {d.estimate:+.4g} {metric} (95% interval {interval}, p = {d.p_value:.3g}, "
+        f"{d.units} paired units, level {d.level:.3g}).\n\n"
+        f"Report:\n{sub.report}\n"
+    )
+
+
+def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str,
+                 **extra: Any) -> None:
+    """Record `run.started` for a new run (`extra`: more data, e.g. the examples fingerprint)."""
+    c = kernel.contract
+    kernel.record("run.started", {**extra,
+        "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
+        "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
+        "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
+        "limits": dict(limits(c)), "holdout_reserve": holdout_worst_case(c.gate.holdout_size),
+    })

@@ -1,0 +1,267 @@
+"""The kernel's effects for one run: the run directory, its lock, the ledger writer and index, the
+blob store, git, the executor, the sandbox and the cache — opened for a new run or a resume.
+
+Everything the campaign loop touches on disk or in other processes goes through a `Kernel`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+import shutil
+import signal
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ratchet.compute.base import SandboxSpec
+from ratchet.compute.cache import MeasurementCache
+from ratchet.compute.local import LocalExecutor
+from ratchet.compute.pids import kill_marked_under, kill_recorded
+from ratchet.compute.sandbox import resolve_mode
+from ratchet.core.contract_load import LoadedContract, parse_contract
+from ratchet.core.errors import ContractError, DataError, RatchetError
+from ratchet.core.state import RunState, fold
+from ratchet.ledger.blobs import BlobStore
+from ratchet.ledger.events import Event, EventLog, scan_log
+from ratchet.ledger.files import write_exclusive
+from ratchet.ledger.index import Index
+from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
+from ratchet.ledger.rundir import COMPARE_MODE, RATCHET_DIR, RunDir, list_runs, new_run_id
+from ratchet.loop.measure import JobRunner
+from ratchet.workspace.git import Git
+
+Clock = Callable[[], dt.datetime]
+
+CRASH_AT_ENV = "RATCHET_TEST_CRASH_AT"
+"""Test hook (tests/test_resume.py): `before:<event kind>:<n>` or `after:<event kind>:<n>` makes the
+kernel SIGKILL itself just before or just after the n-th event of that kind in the whole ledger is
+appended — a crash at an exact step. Read when a kernel opens; unset in normal use."""
+
+
+def utc_now() -> dt.datetime:
+    """The wall clock, timezone-aware UTC (the only clock the kernel reads)."""
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass
+class Kernel:
+    """An open run: holds the lock until `close()`. `record` appends one ledger event (and keeps
+    the SQLite index in step); `state()` folds the ledger."""
+
+    loaded: LoadedContract
+    run: RunDir
+    lock: RunLock
+    log: EventLog
+    index: Index
+    blobs: BlobStore
+    git: Git
+    executor: LocalExecutor
+    sandbox: SandboxSpec
+    cache: MeasurementCache | None
+    clock: Clock = utc_now
+    interrupted: bool = False
+    crash_at: tuple[str, str, int] | None = None
+    _old_handler: Any = field(default=None, repr=False)
+
+    @property
+    def contract(self):
+        """The run's contract."""
+        return self.loaded.contract
+
+    def record(self, kind: str, data: Mapping[str, Any]) -> Event:
+        """Append one event (fsynced) and apply it to the index."""
+        if self.crash_at is not None:
+            self._crash_if("before", kind)
+        event = self.log.append(kind, dict(data), self.clock())  # type: ignore[arg-type]
+        self.index.apply(event)
+        if self.crash_at is not None:
+            self._crash_if("after", kind)
+        return event
+
+    def _crash_if(self, when: str, kind: str) -> None:
+        """The CRASH_AT_ENV test hook: SIGKILL this process at the configured step."""
+        assert self.crash_at is not None
+        at, at_kind, n = self.crash_at
+        if (at, at_kind) != (when, kind):
+            return
+        count = sum(1 for e in self.log.events if e.kind == kind) + (1 if when == "before" else 0)
+        if count == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def find(self, kind: str, **key: Any) -> Event | None:
+        """The last recorded event of `kind` whose data matches every `key` (None: none)."""
+        for event in reversed(self.log.events):
+            if event.kind == kind and all(event.data.get(k) == v for k, v in key.items()):
+                return event
+        return None
+
+    def once(self, kind: str, data: Mapping[str, Any], *keys: str) -> Event:
+        """Record `kind` unless an event of that kind with the same `keys` values exists (a resume
+        replaying the loop never records a step twice); returns the event either way."""
+        return self.find(kind, **{k: data[k] for k in keys}) or self.record(kind, data)
+
+    def state(self) -> RunState:
+        """The run's state folded from its ledger."""
+        return fold(self.log.events)
+
+    def runner(self, progress: Callable[[int, int], None] | None = None) -> JobRunner:
+        """A JobRunner for this run, reusing every job already finished in the ledger."""
+        return JobRunner(
+            git=self.git, executor=self.executor, target=self.contract.target, sandbox=self.sandbox,
+            work_dir=self.run.root / "work", cache=self.cache, record=self.record,
+            done=self.state().finished_jobs, exclude=self.contract.hidden_paths, progress=progress,
+        )
+
+    def install_sigint(self) -> None:
+        """Ctrl-C: kill running jobs and mark the run interrupted (the loop stops at the next step)."""
+
+        def handler(signum: int, frame: Any) -> None:
+            self.interrupted = True
+            self.executor.cancel()
+
+        self._old_handler = signal.signal(signal.SIGINT, handler)
+
+    def close(self) -> None:
+        """Restore the Ctrl-C handler, close the log, index and executor, release the lock."""
+        if self._old_handler is not None:
+            signal.signal(signal.SIGINT, self._old_handler)
+        self.executor.close()
+        self.index.close()
+        self.log.close()
+        self.lock.release()
+
+
+def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, clock: Clock) -> Kernel:
+    contract = loaded.contract
+    mode = resolve_mode(contract.sandbox.mode)
+    if mode == "none" and contract.sandbox.mode == "none":
+        print("warning: sandbox.mode = 'none': jobs run without isolation from your files and network",
+              file=sys.stderr)
+    cache = MeasurementCache(loaded.root / RATCHET_DIR / "cache") if contract.target.cache else None
+    index = Index(run.index)
+    index.sync(log.events)
+    executor = LocalExecutor(run.jobs, contract.compute.max_parallel, pid_dir=run.pids)
+    return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
+                  SandboxSpec(mode=mode, network=contract.sandbox.network), cache, clock,
+                  crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
+
+
+def _crash_at(spec: str | None) -> tuple[str, str, int] | None:
+    """Parse CRASH_AT_ENV (`before|after:<kind>:<n>`); ValueError for anything else (a typo in a
+    test must not silently run without its crash)."""
+    if not spec:
+        return None
+    when, kind, n = spec.split(":")
+    if when not in ("before", "after") or not n.isdigit():
+        raise ValueError(f"{CRASH_AT_ENV}={spec!r}: expected before|after:<event kind>:<n>")
+    return when, kind, int(n)
+
+
+def interrupted_runs(root: Path) -> list[str]:
+    """Runs of this project recorded as running or interrupted whose lock nobody holds (a run
+    killed before its `run.started` was written measured nothing and is not one of them)."""
+    out = []
+    for run_id in list_runs(root):
+        run = RunDir(root, run_id)
+        if not run.events.exists() or is_locked(run.root) is not None:
+            continue
+        try:
+            events, torn = scan_log(run.events)
+        except RatchetError:
+            out.append(run_id)  # damaged: only an explicit resume can say more
+            continue
+        if not events or events[0].kind != "run.started" or events[0].data.get("mode") == COMPARE_MODE:
+            continue
+        if torn is not None or fold(events).state in ("running", "interrupted"):
+            out.append(run_id)
+    return out
+
+
+def new_kernel(loaded: LoadedContract, clock: Clock = utc_now) -> tuple[Kernel, str]:
+    """Create a run directory, take its lock, keep the contract and a fresh random salt.
+
+    Returns (kernel, salt). Raises LedgerError when the run cannot be created or locked.
+    """
+    now = clock()
+    run = RunDir(loaded.root, new_run_id(now, secrets.token_hex(2)))
+    run.create()
+    lock = acquire_lock(run.root)
+    write_exclusive(run.contract, loaded.text.encode("utf-8"))
+    salt = secrets.token_hex(16)
+    write_exclusive(run.root / "salt", salt.encode())
+    log = EventLog.open(run.events)
+    return _effects(loaded, run, lock, log, clock), salt
+
+
+def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -> Kernel:
+    """Reopen run `run_id`: take its lock, repair a torn last line (recording `ledger.repaired`),
+    refuse a changed contract (naming the changed keys), kill job processes a crashed kernel left
+    behind (recorded, or carrying a marker under the run's jobs directory) and its job checkouts.
+    Raises DataError `run.not_found` / `run.not_started` / `run.finished`, ContractError
+    `contract.changed`, LedgerError (`ledger.locked` naming the holder's pid, a damaged ledger)."""
+    run = RunDir(loaded.root, run_id)
+    if not run.exists():
+        raise DataError("run.not_found", f"run {run_id} does not exist in {run.root.parent}")
+    lock = acquire_lock(run.root)
+    try:
+        _check_same_contract(run, loaded)
+        log = EventLog.open(run.events, repair=True, now=clock().isoformat())
+        if not log.events or log.events[0].kind != "run.started":
+            raise DataError("run.not_started", f"run {run_id} was stopped before it started (no run.started "
+                            "in its ledger): nothing was measured, nothing to resume",
+                            hint="start a new run with `ratchet run`")
+        state = fold(log.events)
+        if log.events and log.events[0].data.get("mode") == COMPARE_MODE:
+            raise DataError("run.is_compare", f"run {run_id} is a `ratchet compare`, not a campaign: nothing to resume",
+                            hint="run the comparison again")
+        if state.state == "stopped":
+            raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
+                            hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
+                                 "its report")
+        kill_recorded(run.pids)
+        kill_marked_under(run.jobs)  # a job started just before its kernel died, its pid unrecorded
+        shutil.rmtree(run.root / "work", ignore_errors=True)  # checkouts the dead kernel left behind
+    except BaseException:
+        lock.release()
+        raise
+    return _effects(loaded, run, lock, log, clock)
+
+
+def _check_same_contract(run: RunDir, loaded: LoadedContract) -> None:
+    before = run.contract.read_text(encoding="utf-8")
+    if before == loaded.text:
+        return
+    old = _flatten(tomllib.loads(before)) if _parses(before) else {}
+    new = _flatten(tomllib.loads(loaded.text))
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    if not changed:
+        return  # comments or formatting only
+    raise ContractError(
+        "contract.changed",
+        f"ratchet.toml changed since run {run.run_id} started: {', '.join(changed)}",
+        hint=f"restore it (the original is {run.contract}), or start a new run",
+    )
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_contract(text)
+        return True
+    except RatchetError:
+        return False
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, path))
+        else:
+            out[path] = value
+    return out

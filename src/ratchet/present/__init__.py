@@ -1,0 +1,2 @@
+"""Human rendering: tables, live progress, the status result, reports and plots.
+"""

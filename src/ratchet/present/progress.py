@@ -1,0 +1,126 @@
+"""Live progress of a campaign: attempt n/N, the champion, budget used, the current trial's jobs.
+
+`RichUI` draws for people (on stderr, so stdout stays clean for `--json`); `LogUI` prints plain
+lines to stderr. The campaign only calls the `CampaignUI` methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ratchet.core.state import RunState
+from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+
+
+class CampaignUI(Protocol):
+    """What the campaign reports as it goes."""
+
+    def attempt_started(self, attempt: int, max_attempts: int, state: RunState) -> None: ...
+
+    def jobs(self, done: int, total: int) -> None: ...
+
+    def judged(self, attempt: int, stage: str, data: Mapping[str, Any]) -> None: ...
+
+    def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def stopped(self, reason: str, budget: str | None) -> None: ...
+
+
+def _judged_line(attempt: int, stage: str, d: Mapping[str, Any]) -> str:
+    who = "holdout" if stage == "holdout" else f"attempt {attempt} {stage}"
+    return (f"{who}: {d['verdict']} ({d['reason']}) estimate {fmt_num(d.get('estimate'))} "
+            f"{fmt_interval(d.get('interval'))} p {fmt_p(d.get('p_value'))} level {fmt_p(d.get('level'))} "
+            f"units {d.get('units')}")
+
+
+def _attempt_line(attempt: int, max_attempts: int, state: RunState) -> str:
+    used = state.budget_used
+    champ = state.champion
+    who = "baseline" if champ.attempt is None else f"attempt {champ.attempt}"
+    return (f"attempt {attempt}/{max_attempts} | champion: {who}"
+            + (f" (+{fmt_num(champ.estimate)} {fmt_interval(champ.interval)})" if champ.estimate is not None else "")
+            + f" | promotions {state.promotions} | job-units {used.evaluations} | wall {used.wall_s:.0f}s")
+
+
+class LogUI:
+    """Plain lines on stderr (for `--json` runs and logs)."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True, highlight=False)
+
+    def attempt_started(self, attempt: int, max_attempts: int, state: RunState) -> None:
+        """One line per attempt."""
+        self.console.print(_attempt_line(attempt, max_attempts, state), markup=False)
+
+    def jobs(self, done: int, total: int) -> None:
+        """Job progress is not logged line by line."""
+
+    def judged(self, attempt: int, stage: str, data: Mapping[str, Any]) -> None:
+        """One line per verdict."""
+        self.console.print(_judged_line(attempt, stage, data), markup=False)
+
+    def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None:
+        """One line per promotion."""
+        line = f"promoted attempt {attempt}: {commit[:10]} gain {fmt_num(estimate)} {fmt_interval(interval)}"
+        self.console.print(line,
+                           markup=False)
+
+    def note(self, text: str) -> None:
+        """A free-form line."""
+        self.console.print(text, markup=False)
+
+    def stopped(self, reason: str, budget: str | None) -> None:
+        """The stop reason."""
+        self.console.print(f"stopped: {reason}" + (f" ({budget})" if budget else ""), markup=False)
+
+
+class RichUI(LogUI):
+    """LogUI plus a live progress bar of the current trial's jobs."""
+
+    def __init__(self, console: Console | None = None):
+        super().__init__(console)
+        self.progress = Progress(
+            TextColumn("[cyan]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=self.console, transient=True,
+        )
+        self.task: Any = None
+
+    def jobs(self, done: int, total: int) -> None:
+        """Advance (or start) the jobs bar."""
+        if self.task is None:
+            self.progress.start()
+            self.task = self.progress.add_task("jobs", total=total)
+        self.progress.update(self.task, completed=done, total=total)
+
+    def _end_bar(self) -> None:
+        if self.task is not None:
+            self.progress.remove_task(self.task)
+            self.progress.stop()
+            self.task = None
+
+    def attempt_started(self, attempt: int, max_attempts: int, state: RunState) -> None:
+        """A bold line per attempt."""
+        self._end_bar()
+        self.console.print(f"[bold]{_attempt_line(attempt, max_attempts, state)}[/]")
+
+    def judged(self, attempt: int, stage: str, data: Mapping[str, Any]) -> None:
+        """A coloured verdict line."""
+        self._end_bar()
+        colour = {"accepted": "green", "rejected": "red"}.get(str(data["verdict"]), "yellow")
+        self.console.print(f"[{colour}]{_judged_line(attempt, stage, data)}[/]", markup=True)
+
+    def note(self, text: str) -> None:
+        """A free-form line."""
+        self._end_bar()
+        super().note(text)
+
+    def stopped(self, reason: str, budget: str | None) -> None:
+        """The stop reason, after the bar is gone."""
+        self._end_bar()
+        super().stopped(reason, budget)

@@ -1,0 +1,85 @@
+"""`ratchet status`: a run's state as the `--json` result of DESIGN.md §9, built from the folded
+ledger (pure) plus whether a kernel holds the run's lock (the only effect, done by the caller).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ratchet.core.state import AttemptState, RunState
+
+
+def final_verdict(a: AttemptState) -> tuple[str | None, str | None]:
+    """An attempt's verdict and reason after confirmation: an accepted trial whose confirmation did
+    not accept is `rejected` with reason `not_confirmed`."""
+    if a.verdict == "accepted" and a.confirm is not None and a.confirm.verdict != "accepted":
+        return "rejected", "not_confirmed"
+    if a.gave_up is not None and a.verdict is None:
+        return None, "gave_up"
+    return a.verdict, a.reason
+
+
+def attempt_row(a: AttemptState) -> dict[str, Any]:
+    """One attempt for status and reports: {attempt, summary, verdict, reason, reason_text,
+    estimate, interval, p_value, units, level, confirm}."""
+    verdict, reason = final_verdict(a)
+    confirm = None
+    if a.confirm is not None:
+        c = a.confirm
+        confirm = {"verdict": c.verdict, "reason": c.reason, "estimate": c.estimate,
+                   "interval": list(c.interval) if c.interval else None, "p_value": c.p_value, "units": c.units}
+    return {
+        "attempt": a.attempt,
+        "summary": a.summary,
+        "verdict": verdict,
+        "reason": reason,
+        "reason_text": a.gave_up if a.gave_up is not None and a.verdict is None else a.reason_text,
+        "estimate": a.estimate,
+        "interval": list(a.interval) if a.interval else None,
+        "p_value": a.p_value,
+        "units": a.units,
+        "level": a.level,
+        "confirm": confirm,
+    }
+
+
+def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
+    """The `ratchet status` result. `lock_holder`: pid of the kernel holding the run's lock, or None;
+    a run recorded as running whose lock nobody holds was killed: it is reported `interrupted`."""
+    run_state = state.state
+    if run_state == "running" and lock_holder is None:
+        run_state = "interrupted"
+    used = state.budget_used
+    holdout = None
+    if state.holdout is not None:
+        h = state.holdout
+        holdout = {"verdict": h.verdict, "estimate": h.estimate, "interval": list(h.interval) if h.interval else None,
+                   "p_value": h.p_value, "units": h.units}
+    return {
+        "run_id": state.run_id,
+        "state": run_state,
+        "stop_reason": state.stop_reason if run_state != "running" else None,
+        "stop_budget": state.stop_budget,
+        "kernel_pid": lock_holder,
+        "baseline": {"commit": state.baseline.commit, "tree": state.baseline.tree},
+        "champion": {
+            "commit": state.champion.commit,
+            "tree": state.champion.tree,
+            "estimate": state.champion.estimate,
+            "interval": list(state.champion.interval) if state.champion.interval else None,
+            "attempt": state.champion.attempt,
+        },
+        "promotions": state.promotions,
+        "holdout": holdout,
+        "budget": {
+            "used": {
+                "attempts": used.attempts,
+                "evaluations": used.evaluations,
+                "cpu_hours": used.cpu_hours,
+                "gpu_hours": used.gpu_hours,
+                "wall_s": used.wall_s,
+            },
+            "limits": dict(state.limits),
+        },
+        "attempts": [attempt_row(a) for a in state.attempts],
+    }
