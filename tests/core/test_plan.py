@@ -8,7 +8,7 @@ import re
 import pytest
 
 from ratchet.core.errors import PlanError
-from ratchet.core.plan import Plan, compile_plan, retry_job, unit_seeds
+from ratchet.core.plan import Plan, UnitDraw, compile_plan, retry_job, unit_seeds
 
 CHAMP, CAND, CAND256 = "a" * 40, "b" * 40, "c" * 64
 TARGET = {"command": "python3 bench.py", "metric": "accuracy", "timeout_s": 600}
@@ -175,10 +175,26 @@ def test_target_is_copied_and_read_only() -> None:
         ({"target": {"timeout_s": math.nan}}, "plan.bad_target"),
         ({"target": {"x": {1, 2}}}, "plan.bad_target"),
         ({"target": ["command"]}, "plan.bad_target"),
-        ({"extra_units": 2}, "plan.unsupported_extra_units"),
+        ({"draws": (UnitDraw(1, 0), UnitDraw(1, 1))}, "plan.bad_json"),
     ],
 )
 def test_refusals_have_stable_codes(overrides: dict, code: str) -> None:
     with pytest.raises(PlanError) as err:
         plan(**overrides)
     assert err.value.code == code
+
+
+def test_examples_units_are_example_ids_and_keep_their_drawn_order() -> None:
+    draws = (UnitDraw(0, 1, "ex-b"), UnitDraw(0, 1, "ex-a"), UnitDraw(0, 0, "ex-c"))
+    p = plan(looks=(2, 3), draws=draws)
+    assert p.units == ("ex-b", "ex-a", "ex-c")
+    assert [j.variant for j in p.jobs if j.unit == 0] == ["candidate", "champion"]
+    assert [j.key for j in p.jobs_for_look(1)] == ["ex-c", "ex-c"]
+    assert Plan.from_json(p.to_json()) == p
+    assert p.gate_seed == p.trial
+
+
+def test_a_repeated_example_id_is_refused() -> None:
+    with pytest.raises(PlanError) as err:
+        plan(looks=(2,), draws=(UnitDraw(0, 0, "same"), UnitDraw(0, 0, "same")))
+    assert err.value.code == "plan.duplicate_units"

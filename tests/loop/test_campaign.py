@@ -132,7 +132,14 @@ def test_baseline_without_metric_stops_before_any_budget(make_repo, tmp_path: Pa
     code, out, _ = ratchet("run", str(root))
     assert code == 2 and out["error"]["code"] == "preflight.no_metric"
     assert "oops" in out["error"]["message"]
-    assert not (root / ".ratchet" / "runs").exists() or not any((root / ".ratchet" / "runs").iterdir())
+    (run_dir,) = (root / ".ratchet" / "runs").iterdir()
+    kinds = [e["kind"] for e in events(root, run_dir.name)]
+    assert kinds == ["run.started", "job.started", "job.finished", "run.stopped"], kinds
+    stopped = events(root, run_dir.name)[-1]["data"]
+    assert stopped["stop_reason"] == "preflight_failed" and stopped["detail"] == "preflight.no_metric"
+    # The failed preflight is recorded evidence, not an interrupted run: nothing blocks the next run.
+    code, out, _ = ratchet("run", str(root))
+    assert out["error"]["code"] == "preflight.no_metric"
 
 
 def test_not_a_git_repository(tmp_path: Path):

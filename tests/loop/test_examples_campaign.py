@@ -15,11 +15,11 @@ from helpers import ratchet
 from repo_fixture import git
 
 from ratchet.agents.base import AgentContext, Launch, LaunchJob, LaunchResult, Submit
-from ratchet.commands.run import make_agent, open_project
+from ratchet.commands.run import load_examples_data, make_agent, open_project
 from ratchet.loop.campaign import Campaign, start_record
-from ratchet.loop.examples_trial import load_split
 from ratchet.loop.kernel import new_kernel
 from ratchet.present.progress import LogUI
+from ratchet.targets.factory import make_target
 
 WORDS = [f"word{i:03d} alpha" for i in range(90)]
 
@@ -103,7 +103,7 @@ def test_a_changed_dataset_refuses_the_resume(tmp_path: Path):
                              env={**os.environ, "RATCHET_TEST_CRASH_AT": "after:attempt.started:1"}, timeout=120)
     assert crashed.returncode == -signal.SIGKILL
     run_id = next((root / ".ratchet" / "runs").iterdir()).name
-    data = load_split(root, open_project(root)[0].contract)
+    data = load_examples_data(open_project(root)[0])
     victim = data.split.val[0]
     path = root / "data" / "examples.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
@@ -149,13 +149,14 @@ class CopyEverythingAgent:
 def test_no_val_or_test_example_reaches_an_agent_or_a_job_checkout(tmp_path: Path):
     root = make_examples_repo(tmp_path / "r")
     loaded, git_ = open_project(root)
-    data = load_split(root, loaded.contract)
+    data = load_examples_data(loaded)
     view = make_agent(loaded.contract, root, git_).trees  # the same tree view every agent gets
     agent = CopyEverythingAgent(view)
     kernel, salt = new_kernel(loaded)
-    start_record(kernel, salt, git_.head_commit(), git_.tree_of("HEAD"))
+    target = make_target(loaded.contract, root, kernel.sandbox, salt, data)
+    start_record(kernel, salt, git_.head_commit(), git_.tree_of("HEAD"), target.reserve_units())
     try:
-        Campaign(kernel, agent, LogUI(), salt, data).run()
+        Campaign(kernel, agent, LogUI(), target).run()
     finally:
         kernel.close()
     seen = "\n".join(agent.learned)

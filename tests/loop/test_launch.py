@@ -14,6 +14,7 @@ from ratchet.ledger.events import read_events
 from ratchet.loop.campaign import Campaign, start_record
 from ratchet.loop.kernel import new_kernel
 from ratchet.present.progress import LogUI
+from ratchet.targets.factory import make_target
 
 
 class ScriptedAgent:
@@ -41,10 +42,11 @@ def test_launched_experiments_run_for_real_and_are_charged(bench_repo: Path):
     set_contract(bench_repo, append="[gate]\nunits = [6, 12]\nholdout_units = 6\n")
     loaded, git = open_project(bench_repo)
     kernel, salt = new_kernel(loaded)
-    start_record(kernel, salt, git.head_commit(), git.tree_of("HEAD"))
+    target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt)
+    start_record(kernel, salt, git.head_commit(), git.tree_of("HEAD"), target.reserve_units())
     agent = ScriptedAgent(git)
     try:
-        reason, _ = Campaign(kernel, agent, LogUI(), salt).run()
+        reason, _ = Campaign(kernel, agent, LogUI(), target).run()
     finally:
         kernel.close()
     assert reason == "agent_stopped"

@@ -11,7 +11,10 @@ import pytest
 
 from ratchet.compute.base import SandboxSpec
 from ratchet.core.errors import RatchetError
-from ratchet.targets.benchmark import benchmark_job, parse_metric
+from ratchet.core.plan import PlannedJob
+from ratchet.targets.base import Task
+from ratchet.targets.metric import parse_metric
+from ratchet.targets.shell import ShellJobs
 
 
 def test_metric_is_read_from_the_last_json_object():
@@ -75,22 +78,19 @@ def test_ok_value_is_finite_float():
     assert reading.state == "ok" and math.isfinite(reading.value) and reading.value == -0.25
 
 
+def _shell_spec(tmp_path, seed_env="MY_SEED", sandbox=None):
+    jobs = ShellJobs(command="python3 bench.py", metric="score", seed_env=seed_env, timeout_s=30.0,
+                     kind="benchmark", sandbox=sandbox or SandboxSpec())
+    job = PlannedJob("t1-u0-candidate", "candidate", "a" * 40, 0, 17, 0, 0)
+    return jobs.spec(Task(job.job_id, job.variant, job.tree, (job,)), tmp_path)
+
+
 def test_benchmark_job_builds_an_allow_listed_shell_job(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-never-leak")
-    spec = benchmark_job(
-        job_id="t1-u0-candidate",
-        command="python3 bench.py",
-        workdir=tmp_path,
-        seed=17,
-        seed_env="MY_SEED",
-        variant="candidate",
-        unit="u0",
-        timeout_s=30.0,
-        sandbox=SandboxSpec(mode="bwrap"),
-    )
+    spec = _shell_spec(tmp_path, sandbox=SandboxSpec(mode="bwrap"))
     assert spec.argv == ("/bin/sh", "-c", "python3 bench.py")
     assert spec.env["MY_SEED"] == "17" and spec.env["RATCHET_VARIANT"] == "candidate"
-    assert spec.env["RATCHET_JOB_ID"] == "t1-u0-candidate" and spec.env["RATCHET_UNIT"] == "u0"
+    assert spec.env["RATCHET_JOB_ID"] == "t1-u0-candidate" and spec.env["RATCHET_UNIT"] == "0"
     assert "OPENAI_API_KEY" not in spec.env and set(spec.env) == {
         "PATH",
         "LANG",
@@ -99,21 +99,12 @@ def test_benchmark_job_builds_an_allow_listed_shell_job(tmp_path, monkeypatch):
         "RATCHET_VARIANT",
         "RATCHET_UNIT",
     }
-    assert spec.workdir == Path(tmp_path) and spec.timeout_s == 30.0
+    assert spec.workdir == Path(tmp_path) and spec.timeout_s == 30.0 and spec.sandbox.mode == "bwrap"
     assert spec.env["PATH"].split(":")[0] == os.path.dirname(sys.executable)
 
 
 @pytest.mark.parametrize("name", ["PATH", "HOME", "LD_PRELOAD", "PYTHONPATH", "RATCHET_UNIT", "TMPDIR"])
 def test_reserved_seed_variables_are_refused(tmp_path, name):
     with pytest.raises(RatchetError) as err:
-        benchmark_job(
-            job_id="j",
-            command="true",
-            workdir=tmp_path,
-            seed=1,
-            seed_env=name,
-            variant="baseline",
-            unit="u0",
-            timeout_s=1.0,
-        )
+        _shell_spec(tmp_path, seed_env=name)
     assert err.value.code == "job.reserved_env" and name in err.value.message

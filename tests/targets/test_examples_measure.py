@@ -13,20 +13,21 @@ from ratchet.compute.base import JobSpec, SandboxSpec
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract_load import parse_contract
-from ratchet.loop.measure import Interrupted
+from ratchet.core.plan import PlannedJob
+from ratchet.loop.measure import Interrupted, Runner
 from ratchet.targets.checks import parse_shard_output
-from ratchet.targets.examples import Example, load_examples
+from ratchet.targets.examples import Example, Split, load_examples
 from ratchet.targets.examples_measure import (
     EXAMPLE_OUTPUT_CAP_BYTES,
     ExampleResult,
-    ExamplesRunner,
+    as_unit_result,
     from_compact,
     make_shards,
-    paired_binary_scores,
     shard_output_cap,
     shard_payload,
     shard_timeout_s,
 )
+from ratchet.targets.examples_target import ExamplesTarget
 from ratchet.workspace.git import Git
 
 TOKEN = "q7Zx9-expected"  # in every expected output of the leak probe, never in an input
@@ -111,7 +112,7 @@ def executor(tmp_path: Path):
 
 
 class Project:
-    """A real repository with an examples target; `runner(...)` builds an ExamplesRunner on it."""
+    """A real repository with an examples target; `runner(...)` builds the one Runner on its ExamplesTarget."""
 
     def __init__(self, root: Path, tmp_path: Path, make_repo, pairs, solution: str, *,
                  timeout_s: float = 1.0, custom: bool = False):
@@ -134,21 +135,29 @@ class Project:
     def by_input(self, text: str) -> Example:
         return next(ex for ex in self.examples if ex.input == text)
 
-    def runner(self, executor, sandbox: SandboxSpec, **kwargs) -> ExamplesRunner:
+    def runner(self, executor, sandbox: SandboxSpec, *, done=None, exclude=None, **kwargs) -> Runner:
         kwargs.setdefault("shard_size", 3)
-        kwargs.setdefault("exclude", self.contract.hidden_paths)
-        return ExamplesRunner(
-            git=self.git, executor=executor, target=self.contract.target, project_root=self.root,
-            sandbox=sandbox, work_dir=self.work, record=self._record,
-            **kwargs,
-        )
+        contract = self.contract
+        if exclude is not None:
+            scope = contract.scope.model_copy(update={"hidden": list(exclude)})
+            contract = contract.model_copy(update={"scope": scope})
+        split = Split(dev=(), val=tuple(self.examples), test=())
+        target = ExamplesTarget(contract, sandbox, "salt", split, self.root, **kwargs)
+        return Runner(git=self.git, executor=executor, target=target, work_dir=self.work, record=self._record,
+                      done=done)
 
     def _record(self, kind: str, data) -> None:
         self.events.append((kind, dict(data)))
 
-    def measure(self, runner: ExamplesRunner, examples=None, prefix: str = "a1-trial-candidate"):
-        return runner.measure(self.tree, self.examples if examples is None else examples,
-                              job_prefix=prefix, attempt=1, stage="trial", variant="candidate")
+    def measure(self, runner: Runner, examples=None, variant: str = "candidate") -> dict[str, ExampleResult]:
+        """Measure the HEAD tree on `examples` (all by default) as one look of attempt 1's trial;
+        returns example id -> ExampleResult."""
+        chosen = self.examples if examples is None else examples
+        runner.target.by_id.update({ex.id: ex for ex in chosen})
+        jobs = [PlannedJob(f"a0001-trial-u{i:03d}-{variant}", variant, self.tree, i, 0, 0, 0, ex.id)
+                for i, ex in enumerate(chosen)]
+        results = runner.measure(jobs, attempt=1, stage="trial")
+        return {r.detail.example_id: r.detail for r in results.values()}
 
     def kinds(self, kind: str) -> list[dict]:
         return [data for k, data in self.events if k == kind]
@@ -218,7 +227,7 @@ def test_one_event_pair_per_shard_with_deterministic_ids_and_compact_results(
     results = p.measure(p.runner(executor, sandbox))
 
     started, finished = p.kinds("job.started"), p.kinds("job.finished")
-    ids = ["a1-trial-candidate-s000", "a1-trial-candidate-s001", "a1-trial-candidate-s002"]
+    ids = ["a0001-trial-l0-candidate-s000", "a0001-trial-l0-candidate-s001", "a0001-trial-l0-candidate-s002"]
     assert sorted(d["job_id"] for d in started) == ids and sorted(d["job_id"] for d in finished) == ids
     assert all({"attempt", "stage", "variant", "unit", "pid"} <= set(d) for d in started)
     by_id = {d["job_id"]: d for d in finished}
@@ -266,7 +275,7 @@ def test_a_killed_runner_fails_every_example_of_its_shard_and_only_that_shard(
         else:
             assert r.passed and not r.shard_failed, r
     finished = {d["job_id"]: d for d in p.kinds("job.finished")}
-    bad = finished[f"a1-trial-candidate-s{shards.index(doomed):03d}"]
+    bad = finished[f"a0001-trial-l0-candidate-s{shards.index(doomed):03d}"]
     assert bad["state"] in ("failed", "killed") and bad["value"] is None and bad["units_charged"] == 2
     assert all(passed is False for passed, _ in bad["examples"].values())
 
@@ -351,7 +360,7 @@ def test_target_examples_is_excluded_even_when_the_caller_forgets_it(
         tmp_path, make_repo, executor, sandbox):
     p = leak_project(tmp_path, make_repo, walk=False)
     runner = p.runner(executor, sandbox, exclude=("secret/",))
-    assert "data/examples.jsonl" in runner.exclude
+    assert "data/examples.jsonl" in runner.target.exclude
     results = p.measure(runner, examples=p.examples[:2])
     assert all(r.passed for r in results.values()), [r.reason for r in results.values()]
 
@@ -383,7 +392,7 @@ def test_resume_reruns_only_a_shard_whose_examples_changed(tmp_path, make_repo, 
 
     changed = list(p.examples[:4]) + [Example("sha256:" + "0" * 64, "7", "14", 99)]
     results = p.measure(p.runner(executor, sandbox, shard_size=2, done=done), examples=changed)
-    assert [d["job_id"] for d in p.kinds("job.started")] == ["a1-trial-candidate-s002"]
+    assert [d["job_id"] for d in p.kinds("job.started")] == ["a0001-trial-l0-candidate-s002"]
     assert all(r.passed for r in results.values())
 
 
@@ -428,23 +437,17 @@ def test_shard_limits_scale_with_the_shard():
                        "examples": [{"id": ex(1).id, "input": "in1"}, {"id": ex(2).id, "input": "in2"}]}
 
 
-def test_paired_scores_are_binary_and_only_a_failed_shard_is_a_measurement_failure():
-    champ = {
-        "a": ExampleResult("a", True, "ok"),
-        "b": ExampleResult("b", False, "crash", reason="exit code 1"),
-        "c": ExampleResult("c", False, "crash", reason="shard", shard_failed=True),
-    }
-    cand = {
-        "a": ExampleResult("a", False, "timeout"),
-        "b": ExampleResult("b", True, "ok"),
-        "c": ExampleResult("c", True, "ok"),
-        "d": ExampleResult("d", True, "ok"),
-    }
-    scores = paired_binary_scores(champ, cand, ["b", "a", "c", "d"])
-    assert [(s.unit, s.champion, s.candidate) for s in scores] == [
-        (0, 0.0, 1.0), (1, 1.0, 0.0), (2, None, 1.0), (3, None, 1.0)]
-    assert [(s.champion_failed, s.candidate_failed) for s in scores] == [
-        (False, False), (False, False), (True, False), (False, False)]
+def test_scores_are_binary_and_only_a_failed_shard_is_a_measurement_failure():
+    cases = [
+        (ExampleResult("a", True, "ok"), (1.0, False)),
+        (ExampleResult("b", False, "crash", reason="exit code 1"), (0.0, False)),
+        (ExampleResult("c", False, "timeout"), (0.0, False)),
+        (ExampleResult("d", False, "crash", reason="shard", shard_failed=True), (None, True)),
+    ]
+    for result, expected in cases:
+        r = as_unit_result("j", "champion", 0, result)
+        assert (r.value, r.failed) == expected, result
+        assert r.detail is result
 
 
 def test_recorded_results_are_reused_only_for_the_same_tree_and_examples():

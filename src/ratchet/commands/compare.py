@@ -13,17 +13,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ratchet.commands.run import open_project, preflight
+from ratchet.commands.run import open_project
 from ratchet.core.canonical import digest
 from ratchet.core.errors import EXIT_INTERRUPTED, RatchetError, UnsupportedError
-from ratchet.core.gate import Decision, GateSettings
-from ratchet.core.plan import compile_plan
+from ratchet.core.gate import Decision
 from ratchet.ledger.files import write_temp
 from ratchet.ledger.rundir import COMPARE_MODE
+from ratchet.loop.campaign import measure_plan, preflight, start_record
 from ratchet.loop.kernel import new_kernel
 from ratchet.loop.measure import Interrupted
-from ratchet.loop.trial import TrialOutcome, run_plan
+from ratchet.loop.trial import TrialOutcome
 from ratchet.present.progress import CampaignUI
+from ratchet.targets.benchmark import BenchmarkTarget
 
 
 def compare_salt(base_tree: str, candidate_tree: str, seed: int) -> str:
@@ -45,15 +46,12 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
                                hint="for an examples target, run a campaign with the files agent")
     base_commit, cand_commit = git.rev_parse_commit(base), git.rev_parse_commit(candidate)
     base_tree, cand_tree = git.tree_of(base_commit), git.tree_of(cand_commit)
-    if base_tree != cand_tree:
-        preflight(loaded, git, base_tree)
     salt = compare_salt(base_tree, cand_tree, c.campaign.seed)
     kernel, _ = new_kernel(loaded)
     os.replace(write_temp(kernel.run.root / "salt", salt.encode()), kernel.run.root / "salt")
     try:
-        from ratchet.loop.campaign import start_record
-
-        start_record(kernel, salt, base_commit, base_tree, mode=COMPARE_MODE)
+        target = BenchmarkTarget(c, kernel.sandbox, salt)
+        start_record(kernel, salt, base_commit, base_tree, target.reserve_units(), mode=COMPARE_MODE)
         kernel.record("attempt.started", {"attempt": 1})
         kernel.record("attempt.submitted", {"attempt": 1, "tree": cand_tree, "summary": f"{base} -> {candidate}",
                                             "report_blob": None, "params": None})
@@ -63,7 +61,10 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
                                              c.gate.alpha)
         else:
             try:
-                outcome = _measure(kernel, salt, base_tree, cand_tree, ui)
+                kernel.install_sigint()
+                preflight(kernel, target, ui)
+                plan = target.plan("trial", 1, 1, base_tree, cand_tree, target.looks("trial"))
+                outcome = measure_plan(kernel, target, plan, c.gate.alpha, c.gate.min_effect, ui.jobs)
             except Interrupted:
                 kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "compare"})
                 raise RatchetError("interrupted", "the comparison was interrupted; its jobs were killed",
@@ -80,20 +81,6 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
         **{k: v for k, v in decision.to_json().items() if k not in ("retry_units", "look", "threshold")},
         "units_table": _units_table(outcome, c.target.direction),
     }
-
-
-def _measure(kernel, salt: str, base_tree: str, cand_tree: str, ui: CampaignUI) -> TrialOutcome:
-    c = kernel.contract
-    plan = compile_plan(stage="trial", attempt=1, trial=1, champion_tree=base_tree, candidate_tree=cand_tree,
-                        target={"kind": c.target.kind, "command": c.target.command, "metric": c.target.metric},
-                        looks=tuple(c.gate.units), campaign_seed=c.campaign.seed, run_salt=salt)
-    kernel.record("trial.planned", {"attempt": 1, "trial": 1, "stage": "trial", "plan_digest": plan.digest,
-                                    "plan_blob": kernel.blobs.put_bytes(plan.canonical_bytes()),
-                                    "level": c.gate.alpha, "looks": list(plan.looks), "jobs": len(plan.jobs)})
-    settings = GateSettings(looks=plan.looks, level=c.gate.alpha, margin=c.gate.min_effect, kind="continuous",
-                            direction=c.target.direction, seed=int(plan.units[0]))
-    kernel.install_sigint()
-    return run_plan(plan, kernel.runner(ui.jobs), settings)
 
 
 def _units_table(outcome: TrialOutcome | None, direction: str) -> list[dict[str, Any]]:

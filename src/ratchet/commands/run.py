@@ -1,29 +1,24 @@
-"""`ratchet run`: check the contract and the repository, preflight the baseline, open (or resume)
-the run, build the agent, run the campaign, write the report. Returns the `--json` result.
+"""`ratchet run`: check the contract and the repository, open (or resume) the run, build the
+target and the agent, run the campaign (its preflight first), write the report. Returns the
+`--json` result.
 """
 
 from __future__ import annotations
 
-import secrets
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from ratchet.agents.base import Agent
-from ratchet.compute.base import SandboxSpec
-from ratchet.compute.local import LocalExecutor
-from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract, load_contract
-from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
-from ratchet.core.plan import PlannedJob
+from ratchet.core.errors import EXIT_INTERRUPTED, DataError
 from ratchet.core.unsupported import refuse_unsupported
-from ratchet.ledger.rundir import RATCHET_DIR, ensure_ratchet_dir
-from ratchet.loop.examples_trial import check_same_dataset, load_split
+from ratchet.ledger.rundir import ensure_ratchet_dir
 from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
-from ratchet.loop.measure import JobRunner
 from ratchet.present.progress import CampaignUI
+from ratchet.targets.examples import ExampleData, check_same_dataset, load_split
+from ratchet.targets.factory import make_target
 from ratchet.workspace.git import Git
 
 
@@ -65,32 +60,12 @@ def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCont
     return loaded, git
 
 
-def preflight(loaded: LoadedContract, git: Git, tree: str) -> None:
-    """Run the baseline once before any budget is spent; a job without a metric stops here with
-    exit 2 and the job's stderr tail. Raises MeasurementError `preflight.no_metric`."""
+def load_examples_data(loaded: LoadedContract) -> ExampleData | None:
+    """The run's examples split (examples targets), or None. Raises DataError (examples.*)."""
     c = loaded.contract
-    work = loaded.root / RATCHET_DIR / "preflight" / secrets.token_hex(4)
-    executor = LocalExecutor(work / "jobs", 1)
-    runner = JobRunner(git=git, executor=executor, target=c.target,
-                       sandbox=SandboxSpec(resolve_mode(c.sandbox.mode), c.sandbox.network),
-                       work_dir=work / "work", cache=None, record=lambda kind, data: None,
-                       exclude=c.hidden_paths)
-    job = PlannedJob("preflight", "champion", tree, 0, c.campaign.seed % (2**31), 0, 0)
-    try:
-        m = runner.run([job], attempt=0, stage="preflight")["preflight"]
-        if m.state != "ok":
-            stderr = (work / "jobs" / "preflight" / "stderr")
-            tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
-            raise MeasurementError(
-                "preflight.no_metric",
-                f"the baseline does not measure: `{c.target.command}` gave {m.state}: {m.reason}"
-                + (f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""),
-                hint="run the command by hand in a clean checkout; it must print a JSON line with "
-                     f"{c.target.metric!r}",
-            )
-    finally:
-        executor.close()
-        shutil.rmtree(work, ignore_errors=True)
+    if c.target.kind != "examples":
+        return None
+    return load_split(loaded.root, c.target.examples or "", c.target.split, c.campaign.seed)
 
 
 def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str, Any]:
@@ -99,7 +74,8 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
     from ratchet.loop.campaign import Campaign, start_record
 
     loaded, git = open_project(directory)
-    data = load_split(loaded.root, loaded.contract) if loaded.contract.target.kind == "examples" else None
+    data = load_examples_data(loaded)
+    agent = make_agent(loaded.contract, loaded.root, git)
     if resume is None:
         stale = interrupted_runs(loaded.root)
         if stale:
@@ -110,14 +86,13 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
             )
         commit = git.head_commit()
         tree = git.tree_of(commit)
-        if data is None:
-            preflight(loaded, git, tree)
         kernel, salt = new_kernel(loaded)
+        target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
         extra = {}
         if data is not None:
             extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
                                  "sizes": data.split.sizes(), "warnings": list(data.examples.warnings)}
-        start_record(kernel, salt, commit, tree, **extra)
+        start_record(kernel, salt, commit, tree, target.reserve_units(), **extra)
     else:
         kernel = resume_kernel(loaded, resume)
         try:
@@ -129,9 +104,9 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
             kernel.close()
             raise
         salt = kernel.state().salt or ""
+        target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
         kernel.record("run.resumed", {"pid": _pid()})
-    agent = make_agent(loaded.contract, loaded.root, git)
-    return _run(kernel, Campaign(kernel, agent, ui, salt, data))
+    return _run(kernel, Campaign(kernel, agent, ui, target))
 
 
 def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:

@@ -28,6 +28,17 @@ STAGES: Mapping[str, str] = {
     "holdout": "the final champion against the original baseline on fresh units, once per run",
 }
 Variant = Literal["champion", "candidate"]
+
+
+@dataclass(frozen=True)
+class UnitDraw:
+    """One unit of a plan as its target drew it: `seed` (the seed env value), `order` (0: the
+    champion runs first within the unit's pair, 1: the candidate), `key` (the example id of an
+    examples target; None for a benchmark, whose unit is its seed)."""
+
+    seed: int
+    order: int
+    key: str | None = None
 PLAN_FORMAT = "ratchet.plan.v1"
 SEED_MASK = 0x7FFF_FFFF  # unit seeds are 31-bit non-negative ints: safe for any seed_env consumer
 _TREE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # git SHA-1 or SHA-256 object names
@@ -41,7 +52,8 @@ class PlannedJob:
     job_id: filename-safe, unique in the run (`a0007-trial-u012-candidate`; a champion retry adds
     `-r1`); tree: the variant's git tree hash; unit: 0-based index in the plan; seed: the unit's
     seed (31-bit); order: 0 runs first within the unit's pair, 1 second; look: 0-based index of the
-    first look that includes this unit.
+    first look that includes this unit; key: the example id of an examples target's unit (None for
+    a benchmark: absent from the JSON, so benchmark plans keep their digests).
     """
 
     job_id: str
@@ -51,10 +63,11 @@ class PlannedJob:
     seed: int
     order: int
     look: int
+    key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON object with the fields above."""
-        return {
+        """Plain JSON object with the fields above (`key` only when set)."""
+        out: dict[str, Any] = {
             "job_id": self.job_id,
             "variant": self.variant,
             "tree": self.tree,
@@ -63,6 +76,9 @@ class PlannedJob:
             "order": self.order,
             "look": self.look,
         }
+        if self.key is not None:
+            out["key"] = self.key
+        return out
 
 
 @dataclass(frozen=True)
@@ -72,9 +88,9 @@ class Plan:
     stage: trial, confirm or holdout (holdout: champion_tree is the baseline's tree, candidate_tree
     the final champion's); attempt: the attempt it belongs to (0 for the holdout); trial: the
     trial's 1-based index (0 for the holdout); looks: cumulative units per look; units: the unit
-    seeds, len == looks[-1]; jobs: two per unit in run order; target: plain JSON settings of the
-    measurement (command, metric, timeout_s, ...); digest: `sha256:<hex>` of the canonical JSON of
-    everything else.
+    seeds (benchmark) or example ids (examples), len == looks[-1]; jobs: two per unit in run order;
+    target: plain JSON settings of the measurement (command, metric, timeout_s, ...); digest:
+    `sha256:<hex>` of the canonical JSON of everything else.
     """
 
     stage: Stage
@@ -83,7 +99,7 @@ class Plan:
     champion_tree: str
     candidate_tree: str
     looks: tuple[int, ...]
-    units: tuple[int, ...]
+    units: tuple[int | str, ...]
     jobs: tuple[PlannedJob, ...]
     target: Mapping[str, Any] = field(hash=False)
     digest: str
@@ -114,6 +130,13 @@ class Plan:
     def jobs_for_look(self, look: int) -> tuple[PlannedJob, ...]:
         """The jobs first needed at `look` (0-based), in run order."""
         return tuple(job for job in self.jobs if job.look == look)
+
+    @property
+    def gate_seed(self) -> int:
+        """The seed of the gate's Monte Carlo p-values: the first unit's seed, or the trial index
+        when units are example ids."""
+        first = self.units[0] if self.units else 0
+        return first if isinstance(first, int) else self.trial
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Plan:
@@ -249,17 +272,26 @@ def _jobs(
     attempt: int,
     stage: str,
     trees: Mapping[str, str],
-    draws: Sequence[tuple[int, int]],
+    draws: Sequence[UnitDraw],
     looks: tuple[int, ...],
 ) -> tuple[PlannedJob, ...]:
     jobs = []
-    for index, (seed, bit) in enumerate(draws):
+    for index, draw in enumerate(draws):
         look = next(k for k, n in enumerate(looks) if index < n)
-        first, second = ("champion", "candidate") if bit == 0 else ("candidate", "champion")
+        first, second = ("champion", "candidate") if draw.order == 0 else ("candidate", "champion")
         for order, variant in enumerate((first, second)):
             job_id = f"a{attempt:04d}-{stage}-u{index:03d}-{variant}"
-            jobs.append(PlannedJob(job_id, variant, trees[variant], index, seed, order, look))  # type: ignore[arg-type]
+            jobs.append(PlannedJob(job_id, variant, trees[variant], index, draw.seed, order, look, draw.key))  # type: ignore[arg-type]
     return tuple(jobs)
+
+
+def seed_draws(campaign_seed: int, run_salt: str, stage: Stage, trial: int, n: int) -> tuple[UnitDraw, ...]:
+    """A benchmark's n units for one stage of one trial: distinct 31-bit seeds and a pair order,
+    both from the SHA-256 stream of (campaign_seed, run_salt, stage, trial) (see unit_seeds).
+    Raises PlanError like unit_seeds."""
+    _check_stream(campaign_seed, run_salt, stage, trial)
+    _check_int(n, "n", 0)
+    return tuple(UnitDraw(seed, bit) for seed, bit in _unit_draws(campaign_seed, run_salt, stage, trial, n))
 
 
 def compile_plan(
@@ -271,33 +303,35 @@ def compile_plan(
     candidate_tree: str,
     target: Mapping[str, Any],
     looks: Sequence[int],
-    campaign_seed: int,
-    run_salt: str,
-    extra_units: int = 0,
+    campaign_seed: int = 0,
+    run_salt: str = "",
+    draws: Sequence[UnitDraw] | None = None,
 ) -> Plan:
     """Compile a trial (or its confirmation, or the holdout) into its plan.
 
-    units = unit_seeds(campaign_seed, run_salt, stage, trial, looks[-1]); jobs: for each unit in
-    order, both variants, in an order drawn from the unit's stream. A candidate tree equal to the
-    champion's is allowed here (no_change is decided before planning). extra_units is reserved and
-    must be 0. Raises PlanError: `plan.no_units` (no looks), `plan.bad_looks`, `plan.missing_tree`,
-    `plan.duplicate_units`, `plan.bad_target`, `plan.bad_stage`, `plan.bad_index`, `plan.bad_seed`,
-    `plan.missing_salt`, `plan.unsupported_extra_units`.
+    draws: the units as the target drew them (examples: one per example id, in look order); None:
+    a benchmark's `seed_draws(campaign_seed, run_salt, stage, trial, looks[-1])`. jobs: for each
+    unit in order, both variants, in the unit's drawn order. A candidate tree equal to the
+    champion's is allowed here (no_change is decided before planning). Raises PlanError:
+    `plan.no_units` (no looks), `plan.bad_looks`, `plan.missing_tree`, `plan.duplicate_units`,
+    `plan.bad_target`, `plan.bad_stage`, `plan.bad_index`, `plan.bad_seed`, `plan.missing_salt`.
     """
     values = validate_looks(looks)
     trees = {
         "champion": _check_tree(champion_tree, "champion tree"),
         "candidate": _check_tree(candidate_tree, "candidate tree"),
     }
-    _check_stream(campaign_seed, run_salt, stage, trial)
+    if stage not in STAGES:
+        raise PlanError("plan.bad_stage", f"stage must be one of {sorted(STAGES)}, got {stage!r}")
+    _check_int(trial, "trial index", 0)
     _check_int(attempt, "attempt", 0)
-    if extra_units != 0:
-        raise PlanError(
-            "plan.unsupported_extra_units", f"extra_units must be 0 in this build, got {extra_units!r}"
-        )
-    draws = _unit_draws(campaign_seed, run_salt, stage, trial, values[-1])
-    if len({seed for seed, _ in draws}) != len(draws):
-        raise PlanError("plan.duplicate_units", f"the {stage} plan of trial {trial} repeats a unit seed")
+    if draws is None:
+        draws = seed_draws(campaign_seed, run_salt, stage, trial, values[-1])
+    if len(draws) != values[-1]:
+        raise PlanError("plan.bad_json", f"{len(draws)} units drawn for looks {list(values)}")
+    units = tuple(d.key if d.key is not None else d.seed for d in draws)
+    if len(set(units)) != len(units):
+        raise PlanError("plan.duplicate_units", f"the {stage} plan of trial {trial} repeats a unit")
     plan = Plan(
         stage,
         attempt,
@@ -305,7 +339,7 @@ def compile_plan(
         trees["champion"],
         trees["candidate"],
         values,
-        tuple(seed for seed, _ in draws),
+        units,
         _jobs(attempt, stage, trees, draws, values),
         _freeze(target),
         "",

@@ -13,39 +13,40 @@ from dataclasses import replace
 from typing import Any
 
 from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, PastAttempt, Submit
-from ratchet.core.budget import exhausted, forecast, holdout_worst_case, limits, trial_worst_case
-from ratchet.core.gate import Decision, GateSettings, confirmation_looks, margin_for
-from ratchet.core.plan import Plan, compile_plan
+from ratchet.core.budget import exhausted, forecast, limits, trial_worst_case
+from ratchet.core.errors import RatchetError
+from ratchet.core.gate import Decision, margin_for
+from ratchet.core.plan import Plan, Stage
 from ratchet.core.state import RunState, parse_ts
 from ratchet.core.stats.multiplicity import trial_level
-from ratchet.loop.examples_trial import ExampleData, ExamplesTrials
 from ratchet.loop.kernel import Kernel
-from ratchet.loop.measure import Interrupted
-from ratchet.loop.trial import TrialOutcome, run_plan
+from ratchet.loop.measure import Interrupted, Progress
+from ratchet.loop.trial import TrialOutcome, run_plan, settings_for
 from ratchet.present.progress import CampaignUI
 from ratchet.present.status import final_verdict
+from ratchet.targets.base import Target
 from ratchet.workspace.scope import check_scope
 
 HOLDOUT_ATTEMPT = 0
-"""The holdout's plans and jobs carry attempt number 0 (attempts are 1-based)."""
+"""The holdout's and the preflight's plans and jobs carry attempt number 0 (attempts are 1-based)."""
 
 
 class Campaign:
-    """One `ratchet run` on an open kernel with an agent. `run()` returns the stop reason."""
+    """One `ratchet run` on an open kernel with an agent and the run's target. `run()` returns the
+    stop reason."""
 
-    def __init__(self, kernel: Kernel, agent: Agent, ui: CampaignUI, salt: str, examples: ExampleData | None = None):
+    def __init__(self, kernel: Kernel, agent: Agent, ui: CampaignUI, target: Target):
         self.k = kernel
         self.agent = agent
         self.ui = ui
-        self.salt = salt
+        self.target = target
         self.contract = kernel.contract
-        self.examples = ExamplesTrials(kernel, examples, salt, ui.jobs) if examples is not None else None
 
     @property
     def confirms(self) -> bool:
-        """Whether accepted candidates are re-measured on fresh units (benchmarks with gate.confirm;
-        examples have no fresh units)."""
-        return self.contract.gate.confirm and self.examples is None
+        """Whether accepted candidates are re-measured on fresh units (a benchmark with
+        gate.confirm; examples have no fresh units)."""
+        return self.target.confirms
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -53,6 +54,7 @@ class Campaign:
         """Attempts until a stop reason; then the holdout (if anything was promoted) and
         `run.stopped`. Returns (stop_reason, budget name or None)."""
         try:
+            self.preflight()
             reason, budget = self._loop()
             if reason != "interrupted" and self.k.state().promotions > 0:
                 self._holdout()
@@ -136,14 +138,10 @@ class Campaign:
         return False
 
     def _trial_worst(self) -> int:
-        if self.examples is not None:
-            return trial_worst_case(self.examples.looks()[-1], confirm=False)
-        return trial_worst_case(self.contract.gate.units[-1], self.confirms)
+        return trial_worst_case(self.target.looks("trial")[-1], self.confirms)
 
     def _reserve(self) -> int:
-        if self.examples is not None:
-            return self.examples.final_units()
-        return holdout_worst_case(self.contract.gate.holdout_size)
+        return self.target.reserve_units()
 
     # -- one attempt ---------------------------------------------------------------------------
 
@@ -211,12 +209,12 @@ class Campaign:
                             self.contract.budget.max_attempts)
         champion_tree = state.champion.tree or ""
         assert sub.tree is not None
-        outcome = self._measure("trial", number, trial, champion_tree, sub.tree, tuple(self.contract.gate.units), level)
+        outcome = self._measure("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"), level)
         if outcome.decision.verdict != "accepted":
             return
         if self.confirms:
             confirm = self._measure("confirm", number, trial, champion_tree, sub.tree,
-                                    confirmation_looks(self.contract.gate.units, outcome.decision.units), level)
+                                    self.target.looks("confirm", outcome.decision.units), level)
             if confirm.decision.verdict != "accepted":
                 return
             outcome = confirm
@@ -241,30 +239,15 @@ class Campaign:
             return Decision.without_jobs("scope_violation", "; ".join(report.violations)[:1000], level)
         return None
 
-    def _measure(self, stage: str, number: int, trial: int, champion_tree: str, candidate_tree: str,
+    def _measure(self, stage: Stage, number: int, trial: int, champion_tree: str, candidate_tree: str,
                  looks: tuple[int, ...], level: float) -> TrialOutcome:
-        if self.examples is not None:
-            outcome = self.examples.trial(stage, number, trial, champion_tree, candidate_tree, level,
-                                          self._margin(stage, number))
-            self._judged(number, stage, outcome.decision, outcome)
-            return outcome
-        plan = compile_plan(stage=stage, attempt=number, trial=trial, champion_tree=champion_tree,  # type: ignore[arg-type]
-                            candidate_tree=candidate_tree, target=self._target_json(), looks=looks,
-                            campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
-        outcome = self._run_plan(plan, level, stage, self._margin(stage, number))
+        plan = self.target.plan(stage, number, trial, champion_tree, candidate_tree, looks)
+        outcome = self._run_plan(plan, level, self._margin(stage, number))
         self._judged(number, stage, outcome.decision, outcome)
         return outcome
 
-    def _run_plan(self, plan: Plan, level: float, stage: str, margin: float = 0.0) -> TrialOutcome:
-        blob = self.k.blobs.put_bytes(plan.canonical_bytes())
-        self.k.once("trial.planned", {
-            "attempt": plan.attempt, "trial": plan.trial, "stage": stage, "plan_digest": plan.digest,
-            "plan_blob": blob, "level": level, "looks": list(plan.looks), "jobs": len(plan.jobs),
-        }, "attempt", "stage")
-        settings = GateSettings(looks=plan.looks, level=level, margin=margin, kind="continuous",
-                                direction=self.contract.target.direction,
-                                seed=int(plan.units[0]) if plan.units else 0)
-        return run_plan(plan, self.k.runner(self.ui.jobs), settings)
+    def _run_plan(self, plan: Plan, level: float, margin: float = 0.0) -> TrialOutcome:
+        return measure_plan(self.k, self.target, plan, level, margin, self.ui.jobs)
 
     def _margin(self, stage: str, number: int) -> float:
         gate = self.contract.gate
@@ -281,12 +264,6 @@ class Campaign:
         # only the absolute margin can be used.
         return margin_for(gate.min_effect, gate.min_effect_rel if champion_mean is not None else 0.0,
                           abs(champion_mean) if isinstance(champion_mean, int | float) else 0.0)
-
-    def _target_json(self) -> dict[str, Any]:
-        t = self.contract.target
-        return {"kind": t.kind, "command": t.command, "metric": t.metric, "direction": t.direction,
-                "seed_env": t.seed_env, "timeout_s": t.timeout_s, "sandbox": self.k.sandbox.mode,
-                "network": self.k.sandbox.network}
 
     def _judged(self, number: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
                 **extra: Any) -> None:
@@ -324,19 +301,49 @@ class Campaign:
         state = self.k.state()
         if state.holdout is not None:
             return
-        if self.examples is not None:
-            self.ui.note("measuring the final champion against the baseline on the test split (once)")
-            outcome, splits = self.examples.final(state.baseline.tree or "", state.champion.tree or "",
-                                                  self.contract.gate.alpha)
-            self._judged(HOLDOUT_ATTEMPT, "holdout", outcome.decision, outcome, splits=splits)
-            return
-        self.ui.note("measuring the final champion against the baseline on fresh holdout units")
-        plan = compile_plan(stage="holdout", attempt=HOLDOUT_ATTEMPT, trial=0,
-                            champion_tree=state.baseline.tree or "", candidate_tree=state.champion.tree or "",
-                            target=self._target_json(), looks=(self.contract.gate.holdout_size,),
-                            campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
-        outcome = self._run_plan(plan, self.contract.gate.alpha, "holdout")
-        self._judged(HOLDOUT_ATTEMPT, "holdout", outcome.decision, outcome)
+        self.ui.note("measuring the final champion against the baseline on units no decision used (once)")
+        champion = state.champion.tree or ""
+        plan = self.target.plan("holdout", HOLDOUT_ATTEMPT, 0, state.baseline.tree or "", champion,
+                                self.target.looks("holdout"))
+        outcome = self._run_plan(plan, self.contract.gate.alpha)
+        runner = self.k.runner(self.target, self.ui.jobs)
+        extras = self.target.holdout_extras(
+            champion, outcome.results or {},
+            lambda jobs: runner.measure(jobs, attempt=HOLDOUT_ATTEMPT, stage="holdout"))
+        self._judged(HOLDOUT_ATTEMPT, "holdout", outcome.decision, outcome, **({"splits": extras} if extras else {}))
+
+    def preflight(self) -> None:
+        """See `preflight`."""
+        preflight(self.k, self.target, self.ui)
+
+
+def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
+                 progress: Progress | None = None) -> TrialOutcome:
+    """Record `trial.planned` for `plan` (once: a resume finds it) and walk its looks through the
+    gate at `level` with `margin`. Raises measure.Interrupted on Ctrl-C."""
+    blob = k.blobs.put_bytes(plan.canonical_bytes())
+    k.once("trial.planned", {
+        "attempt": plan.attempt, "trial": plan.trial, "stage": plan.stage, "plan_digest": plan.digest,
+        "plan_blob": blob, "level": level, "looks": list(plan.looks), "jobs": len(plan.jobs),
+    }, "attempt", "stage")
+    return run_plan(plan, k.runner(target, progress), settings_for(plan, target, level, margin))
+
+
+def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
+    """Measure the baseline once before any attempt (stage `preflight`; a resume reuses it). A
+    target that cannot measure at all stops the run here: `run.stopped` with stop reason
+    `preflight_failed` is recorded, then the target's MeasurementError (exit 2) is raised."""
+    state = k.state()
+    jobs = target.preflight_jobs(state.baseline.tree or "")
+    if not jobs:
+        return
+    ui.note("preflight: measuring the baseline once")
+    results = k.runner(target, ui.jobs).measure(jobs, attempt=HOLDOUT_ATTEMPT, stage="preflight")
+    try:
+        target.check_preflight(list(results.values()), k.run.jobs)
+    except RatchetError as exc:
+        k.record("run.stopped", {"stop_reason": "preflight_failed", "budget": None, "detail": exc.code})
+        raise
 
 
 def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str:
@@ -350,13 +357,14 @@ def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str
     )
 
 
-def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str,
+def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str, reserve: int,
                  **extra: Any) -> None:
-    """Record `run.started` for a new run (`extra`: more data, e.g. the examples fingerprint)."""
+    """Record `run.started` for a new run: `reserve` the job-units kept for the final measurement
+    (Target.reserve_units); `extra`: more data, e.g. the examples fingerprint."""
     c = kernel.contract
     kernel.record("run.started", {**extra,
         "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
         "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
-        "limits": dict(limits(c)), "holdout_reserve": holdout_worst_case(c.gate.holdout_size),
+        "limits": dict(limits(c)), "holdout_reserve": reserve,
     })

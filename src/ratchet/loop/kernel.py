@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ratchet.compute.base import SandboxSpec
+from ratchet.compute.base import Executor, SandboxSpec
 from ratchet.compute.cache import MeasurementCache
-from ratchet.compute.local import LocalExecutor
-from ratchet.compute.pids import kill_marked_under, kill_recorded
+from ratchet.compute.factory import make_executor
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import ContractError, DataError, RatchetError
@@ -32,7 +31,8 @@ from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
 from ratchet.ledger.rundir import COMPARE_MODE, RATCHET_DIR, RunDir, list_runs, new_run_id
-from ratchet.loop.measure import JobRunner
+from ratchet.loop.measure import Progress, Runner
+from ratchet.targets.base import Target
 from ratchet.workspace.git import Git
 
 Clock = Callable[[], dt.datetime]
@@ -60,7 +60,7 @@ class Kernel:
     index: Index
     blobs: BlobStore
     git: Git
-    executor: LocalExecutor
+    executor: Executor
     sandbox: SandboxSpec
     cache: MeasurementCache | None
     clock: Clock = utc_now
@@ -109,13 +109,11 @@ class Kernel:
         """The run's state folded from its ledger."""
         return fold(self.log.events)
 
-    def runner(self, progress: Callable[[int, int], None] | None = None) -> JobRunner:
-        """A JobRunner for this run, reusing every job already finished in the ledger."""
-        return JobRunner(
-            git=self.git, executor=self.executor, target=self.contract.target, sandbox=self.sandbox,
-            work_dir=self.run.root / "work", cache=self.cache, record=self.record,
-            done=self.state().finished_jobs, exclude=self.contract.hidden_paths, progress=progress,
-        )
+    def runner(self, target: Target, progress: Progress | None = None) -> Runner:
+        """The runner of `target`'s jobs for this run, reusing every job already finished in the
+        ledger."""
+        return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.root / "work",
+                      record=self.record, cache=self.cache, done=self.state().finished_jobs, progress=progress)
 
     def install_sigint(self) -> None:
         """Ctrl-C: kill running jobs and mark the run interrupted (the loop stops at the next step)."""
@@ -145,7 +143,7 @@ def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, 
     cache = MeasurementCache(loaded.root / RATCHET_DIR / "cache") if contract.target.cache else None
     index = Index(run.index)
     index.sync(log.events)
-    executor = LocalExecutor(run.jobs, contract.compute.max_parallel, pid_dir=run.pids)
+    executor = make_executor(contract, run.jobs, pid_dir=run.pids)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
                   SandboxSpec(mode=mode, network=contract.sandbox.network), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
@@ -223,13 +221,16 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
                             hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
                                  "its report")
-        kill_recorded(run.pids)
-        kill_marked_under(run.jobs)  # a job started just before its kernel died, its pid unrecorded
         shutil.rmtree(run.root / "work", ignore_errors=True)  # checkouts the dead kernel left behind
+        kernel = _effects(loaded, run, lock, log, clock)
     except BaseException:
         lock.release()
         raise
-    return _effects(loaded, run, lock, log, clock)
+    # Jobs a crashed kernel started and never finished: the executor collects those it still can
+    # (a scheduler's) and kills the rest, which run again (a local job's pipes died with its kernel).
+    running = {job_id: str(pid) for job_id, pid in state.running_jobs.items() if pid is not None}
+    kernel.executor.reattach(running)
+    return kernel
 
 
 def _check_same_contract(run: RunDir, loaded: LoadedContract) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, AgentContext, Launch, LaunchResult
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
+from ratchet.targets.benchmark import launch_jobs_target
 
 MAX_LAUNCH_TIMEOUT_S = 240 * 60.0
 """A launched job runs at most 240 minutes (DESIGN.md §8), whatever the agent asks."""
@@ -29,7 +30,8 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch) -
                                    "note": action.note[:2000]}, "attempt", "launch")
     commands = {planned.job_id: (asked.command, min(asked.timeout_s, MAX_LAUNCH_TIMEOUT_S))
                 for planned, asked in zip(jobs, action.jobs, strict=False)}
-    measured_by_id = kernel.runner().run(jobs, attempt=ctx.attempt, stage="launch", commands=commands)
+    target = launch_jobs_target(kernel.contract, kernel.sandbox, commands)
+    measured_by_id = kernel.runner(target).measure(jobs, attempt=ctx.attempt, stage="launch")
     results = []
     for planned, asked in zip(jobs, action.jobs, strict=False):
         measured = measured_by_id[planned.job_id]

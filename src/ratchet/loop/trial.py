@@ -1,25 +1,30 @@
 """Running one plan through its looks: measure the next look's units, ask the gate, re-run champion
-units once when the gate asks, stop at the first verdict (DESIGN.md §6, sequential looks).
+units once when the gate asks, stop at the first verdict (DESIGN.md §6, sequential looks). The same
+walk for every target: units are seeds or examples, scores metrics or passes.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ratchet.core.gate import Decision, GateSettings, UnitScore, decide
-from ratchet.core.plan import Plan, PlannedJob, retry_job
-from ratchet.loop.measure import JobRunner, Measurement
+from ratchet.core.plan import Plan, retry_job
+from ratchet.loop.measure import Runner
+from ratchet.targets.base import Target, UnitResult
+
+FAILURE_DETAIL_CHARS = 1000
+"""Characters a failure verdict's reason (with its first failing job) is cut to."""
 
 
 @dataclass(frozen=True)
 class TrialOutcome:
-    """A plan's decision plus the per-unit scores it was made on and the side means.
+    """A plan's decision plus the per-unit scores it was made on and each side's summary.
 
-    champion_mean / candidate_mean: raw metric means over the units used (None when none);
-    champion_lcb / candidate_lcb: the 95% Student-t bound of those means on the guarding side (lower
-    for `max` metrics, upper for `min`), used by `gate.target`."""
+    champion_mean / candidate_mean: raw means over the units used (a pass rate for examples; None
+    when none); champion_lcb / candidate_lcb: the guarding bound of those means (lower for `max`,
+    upper for `min`; Student-t for metrics, Wilson for pass rates), used by `gate.target`;
+    results: the UnitResults the decision used, by planned job id (retries included)."""
 
     decision: Decision
     scores: tuple[UnitScore, ...]
@@ -27,84 +32,75 @@ class TrialOutcome:
     candidate_mean: float | None
     champion_lcb: float | None = None
     candidate_lcb: float | None = None
+    results: Mapping[str, UnitResult] | None = None
 
 
-def _ok(m: Measurement | None) -> bool:
-    return m is not None and m.state == "ok" and m.value is not None and math.isfinite(m.value)
-
-
-def unit_scores(plan: Plan, measured: Mapping[str, Measurement], retried: Mapping[int, Measurement],
+def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[int, UnitResult],
                 upto: int) -> list[UnitScore]:
-    """UnitScores for the plan's first `upto` units from measurements by job id; `retried` holds a
-    champion retry's measurement by unit (it replaces the first champion measurement)."""
-    by_unit: dict[int, dict[str, PlannedJob]] = {}
+    """UnitScores for the plan's first `upto` units from results by planned job id; `retried` holds
+    a champion retry's result by unit (it replaces the first champion result)."""
+    pairs: dict[int, dict[str, UnitResult | None]] = {}
     for job in plan.jobs:
-        by_unit.setdefault(job.unit, {})[job.variant] = job
+        if job.unit < upto:
+            pairs.setdefault(job.unit, {})[job.variant] = results.get(job.job_id)
     scores = []
     for unit in range(upto):
-        jobs = by_unit[unit]
-        champ = retried.get(unit) or measured.get(jobs["champion"].job_id)
-        cand = measured.get(jobs["candidate"].job_id)
+        champ = retried.get(unit) or pairs[unit].get("champion")
+        cand = pairs[unit].get("candidate")
         scores.append(UnitScore(
             unit=unit,
-            champion=champ.value if _ok(champ) else None,
-            candidate=cand.value if _ok(cand) else None,
-            champion_failed=champ is not None and not _ok(champ),
-            candidate_failed=cand is not None and not _ok(cand),
+            champion=champ.value if champ is not None and not champ.failed else None,
+            candidate=cand.value if cand is not None and not cand.failed else None,
+            champion_failed=champ is not None and champ.failed,
+            candidate_failed=cand is not None and cand.failed,
             champion_retried=unit in retried,
         ))
     return scores
 
 
-def run_plan(plan: Plan, runner: JobRunner, settings: GateSettings) -> TrialOutcome:
+def run_plan(plan: Plan, runner: Runner, settings: GateSettings) -> TrialOutcome:
     """Measure `plan` look by look until the gate decides. Raises measure.Interrupted on Ctrl-C."""
-    measured: dict[str, Measurement] = {}
-    retried: dict[int, Measurement] = {}
+    results: dict[str, UnitResult] = {}
+    retried: dict[int, UnitResult] = {}
     for look, upto in enumerate(plan.looks):
-        measured.update(runner.run(plan.jobs_for_look(look), attempt=plan.attempt, stage=plan.stage))
-        decision = decide(unit_scores(plan, measured, retried, upto), settings)
+        results.update(runner.measure(plan.jobs_for_look(look), attempt=plan.attempt, stage=plan.stage))
+        decision = decide(unit_scores(plan, results, retried, upto), settings)
         if decision.verdict == "continue" and decision.reason == "champion_retry":
             retry = [retry_job(j, 1) for j in plan.jobs if j.variant == "champion" and j.unit in decision.retry_units]
-            results = runner.run(retry, attempt=plan.attempt, stage=plan.stage)
-            retried.update({j.unit: results[j.job_id] for j in retry})
-            decision = decide(unit_scores(plan, measured, retried, upto), settings)
+            again = runner.measure(retry, attempt=plan.attempt, stage=plan.stage)
+            retried.update({j.unit: again[j.job_id] for j in retry})
+            decision = decide(unit_scores(plan, results, retried, upto), settings)
         if decision.verdict != "continue":
-            decision = _with_failure_detail(decision, plan, measured, retried)
-            scores = unit_scores(plan, measured, retried, upto)
-            champ = [s.champion for s in scores if s.champion is not None]
-            cand = [s.candidate for s in scores if s.candidate is not None]
-            return TrialOutcome(decision, tuple(scores), _mean(champ), _mean(cand),
-                                _bound(champ, settings.direction), _bound(cand, settings.direction))
+            return _outcome(plan, runner.target, decision, results, retried, upto)
     raise AssertionError("the gate returned `continue` at the last look")  # decide() never does
 
 
-def _with_failure_detail(decision: Decision, plan: Plan, measured: Mapping[str, Measurement],
-                         retried: Mapping[int, Measurement]) -> Decision:
+def _outcome(plan: Plan, target: Target, decision: Decision, results: Mapping[str, UnitResult],
+             retried: Mapping[int, UnitResult], upto: int) -> TrialOutcome:
+    decision = _with_failure_detail(decision, plan, results, retried)
+    scores = unit_scores(plan, results, retried, upto)
+    champ_mean, champ_bound = target.summary([s.champion for s in scores if s.champion is not None])
+    cand_mean, cand_bound = target.summary([s.candidate for s in scores if s.candidate is not None])
+    used = {**results, **{r.job_id: r for r in retried.values()}}
+    return TrialOutcome(decision, tuple(scores), champ_mean, cand_mean, champ_bound, cand_bound, used)
+
+
+def _with_failure_detail(decision: Decision, plan: Plan, results: Mapping[str, UnitResult],
+                         retried: Mapping[int, UnitResult]) -> Decision:
     """A failure verdict names what failed: the first failing job's reason (exit code and stderr
     line, the missing metric, NaN...), so a user need not dig through the ledger."""
     variant = {"candidate_failed": "candidate", "champion_failed": "champion"}.get(decision.reason)
     if variant is None:
         return decision
     for job in plan.jobs:
-        m = retried.get(job.unit) if variant == "champion" and job.unit in retried else measured.get(job.job_id)
-        if job.variant == variant and m is not None and not _ok(m):
-            detail = f" First failure: unit {job.unit} ({job.job_id}): {m.state}: {m.reason}"
-            return replace(decision, reason_text=(decision.reason_text + detail)[:1000])
+        r = retried.get(job.unit) if variant == "champion" and job.unit in retried else results.get(job.job_id)
+        if job.variant == variant and r is not None and r.failed:
+            detail = f" First failure: unit {job.unit} ({r.job_id}): {r.state}: {r.reason}"
+            return replace(decision, reason_text=(decision.reason_text + detail)[:FAILURE_DETAIL_CHARS])
     return decision
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _bound(values: list[float], direction: str) -> float | None:
-    """The 95% Student-t confidence bound of the mean on the side that guards a target: the lower
-    bound for `max` metrics, the upper bound for `min` metrics (None with fewer than 2 values)."""
-    if len(values) < 2:
-        return None
-    import numpy as np
-
-    from ratchet.core.stats.paired import mean_diff_interval
-
-    low, high = mean_diff_interval(np.asarray(values, dtype=float), 0.95)
-    return low if direction == "max" else high
+def settings_for(plan: Plan, target: Target, level: float, margin: float) -> GateSettings:
+    """The gate's settings for `plan` on `target` at `level` with `margin`."""
+    return GateSettings(looks=plan.looks, level=level, margin=margin, kind=target.score_kind,
+                        direction=target.direction, seed=plan.gate_seed)

@@ -1,138 +1,118 @@
-"""The benchmark target: a command that prints its metric as JSON, run once per variant and unit.
-
-`parse_metric` is pure: the metric is the key `target.metric` of the LAST line of stdout that is a
-single-line JSON object; other lines (logs, progress bars, a trailing non-JSON line) are ignored.
-`benchmark_job` builds the JobSpec of one variant on one unit (the seed reaches the command through
-`target.seed_env`).
+"""The benchmark target: a command that prints its metric as JSON, run once per variant and unit
+(DESIGN.md §4). Units are seeds drawn from the run's salt; an accepted candidate is confirmed on
+fresh seeds when `gate.confirm`; the holdout measures the final champion against the baseline on
+`gate.holdout_units` fresh seeds.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ratchet.compute.base import OUTPUT_CAP_BYTES, JobSpec, Resources, SandboxSpec
-from ratchet.compute.env import job_env
+from ratchet.compute.base import SandboxSpec
+from ratchet.core.budget import holdout_worst_case
+from ratchet.core.contract import Contract
+from ratchet.core.errors import MeasurementError
+from ratchet.core.gate import confirmation_looks
+from ratchet.core.plan import Plan, PlannedJob, Stage, compile_plan
+from ratchet.targets.base import UnitResult
+from ratchet.targets.shell import ShellJobs
 
-MetricState = Literal["ok", "no_metric", "bad_metric"]
-"""What reading the metric gave.
+PREFLIGHT_ATTEMPT = 0
+"""The preflight's and the holdout's jobs carry attempt number 0 (attempts are 1-based)."""
 
-ok: a finite number. no_metric: no JSON object on stdout, or the last one lacks the key.
-bad_metric: the key is there but its value is not a finite number (a string, a bool, null, NaN, inf).
-"""
-
-QUOTE_CHARS = 200
-"""Characters of stdout (its tail) or of a value quoted in a reason."""
-
-
-@dataclass(frozen=True)
-class MetricReading:
-    """state: see MetricState. value: the metric as a float when state is ok, else None.
-    reason: one line saying what was read or why nothing usable was."""
-
-    state: MetricState
-    value: float | None
-    reason: str
+SEED_MASK = 0x7FFF_FFFF
 
 
-class _Number(float):
-    """A JSON number that remembers how it was written (so "1e999" is quoted as written)."""
+class BenchmarkTarget(ShellJobs):
+    """`target.kind = "benchmark"` for one run: plans over seeds, shell jobs, raw metric means with a
+    Student-t bound. salt: the run's random salt (unit seeds cannot be predicted without it)."""
 
-    text: str
+    score_kind = "continuous"
 
-    def __new__(cls, text: str) -> _Number:
-        obj = super().__new__(cls, float(text))
-        obj.text = text
-        return obj
+    def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str):
+        t = contract.target
+        super().__init__(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
+                         kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=t.cache)
+        self.contract = contract
+        self.direction = t.direction
+        self.confirms = contract.gate.confirm
+        self.salt = salt
 
+    def settings_json(self) -> dict[str, Any]:
+        """The measurement settings a plan records (its `target`)."""
+        t = self.contract.target
+        return {"kind": t.kind, "command": t.command, "metric": t.metric, "direction": t.direction,
+                "seed_env": t.seed_env, "timeout_s": t.timeout_s, "sandbox": self.sandbox.mode,
+                "network": self.sandbox.network}
 
-class _NonFinite:
-    """A NaN, Infinity or -Infinity token, which Python's json accepts but JSON does not."""
+    def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
+        """gate.units for a trial; the confirmation's looks after `units_used`; the holdout's size."""
+        gate = self.contract.gate
+        if stage == "confirm":
+            return confirmation_looks(gate.units, units_used)
+        if stage == "holdout":
+            return (gate.holdout_size,)
+        return tuple(gate.units)
 
-    def __init__(self, text: str):
-        self.text = text
+    def plan(self, stage: Stage, attempt: int, trial: int, champion_tree: str, candidate_tree: str,
+             looks: Sequence[int]) -> Plan:
+        """Seeds from (campaign seed, run salt, stage, trial): see core.plan.seed_draws."""
+        return compile_plan(stage=stage, attempt=attempt, trial=trial, champion_tree=champion_tree,
+                            candidate_tree=candidate_tree, target=self.settings_json(), looks=looks,
+                            campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
 
+    def reserve_units(self) -> int:
+        """The holdout's worst case: both variants and one champion retry per holdout unit."""
+        return holdout_worst_case(self.contract.gate.holdout_size)
 
-def _last_json_object(stdout: str) -> dict[str, Any] | None:
-    for line in reversed(stdout.splitlines()):
-        text = line.strip()
-        if not (text.startswith("{") and text.endswith("}")):
-            continue
-        try:
-            value = json.loads(text, parse_float=_Number, parse_constant=_NonFinite)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+    def holdout_extras(self, champion_tree: str, results: Mapping[str, UnitResult],
+                       measure: Callable[[list[PlannedJob]], Mapping[str, UnitResult]]) -> dict[str, Any]:
+        """Nothing beyond the holdout's own verdict."""
+        return {}
 
+    def preflight_jobs(self, baseline_tree: str) -> list[PlannedJob]:
+        """One run of the baseline on the campaign's seed."""
+        seed = self.contract.campaign.seed & SEED_MASK
+        return [PlannedJob(f"a{PREFLIGHT_ATTEMPT:04d}-preflight-u000-champion", "champion", baseline_tree, 0, seed,
+                           0, 0)]
 
-def _quote(text: str) -> str:
-    return text if len(text) <= QUOTE_CHARS else "..." + text[-QUOTE_CHARS:]
-
-
-def parse_metric(stdout: str, metric: str) -> MetricReading:
-    """Read `metric` from the last single-line JSON object of `stdout`; see MetricState.
-
-    The reason quotes the stdout tail (last QUOTE_CHARS characters) when no JSON object was printed,
-    the last object's keys when the key is missing, and the offending text when the value is bad.
-    """
-    found = _last_json_object(stdout)
-    if found is None:
-        tail = _quote(stdout.strip()) or "(empty)"
-        return MetricReading("no_metric", None, f"no JSON object on stdout; its tail: {tail!r}")
-    if metric not in found:
-        keys = ", ".join(sorted(found)) or "none"
-        return MetricReading(
-            "no_metric", None, f"the last JSON object on stdout has no key {metric!r} (keys: {keys})"
+    def check_preflight(self, results: Sequence[UnitResult], job_dir: Path) -> None:
+        """A baseline that prints no metric stops the run here, with the job's stderr tail.
+        Raises MeasurementError `preflight.no_metric`."""
+        bad = next((r for r in results if r.failed), None)
+        if bad is None:
+            return
+        stderr = job_dir / bad.job_id / "stderr"
+        tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
+        raise MeasurementError(
+            "preflight.no_metric",
+            f"the baseline does not measure: `{self.command}` gave {bad.state}: {bad.reason}"
+            + (f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""),
+            hint=f"run the command by hand in a clean checkout; it must print a JSON line with {self.metric!r}",
         )
-    value = found[metric]
-    if isinstance(value, _NonFinite):
-        return MetricReading("bad_metric", None, f"{metric} is {value.text}, not a finite number")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        shown = _quote(json.dumps(value, default=lambda v: getattr(v, "text", str(v))))
-        return MetricReading("bad_metric", None, f"{metric} is {shown}, not a number")
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number):
-        text = value.text if isinstance(value, _Number) else _quote(str(value))
-        return MetricReading("bad_metric", None, f"{metric} is {text}, not a finite number")
-    return MetricReading("ok", number, f"{metric} = {number!r}")
+
+    def summary(self, values: Sequence[float]) -> tuple[float | None, float | None]:
+        """The mean and its 95% Student-t bound on the side that guards a target (lower for `max`,
+        upper for `min`; None with fewer than 2 values)."""
+        if not values:
+            return None, None
+        mean = sum(values) / len(values)
+        if len(values) < 2:
+            return mean, None
+        import numpy as np
+
+        from ratchet.core.stats.paired import mean_diff_interval
+
+        low, high = mean_diff_interval(np.asarray(values, dtype=float), 0.95)
+        return mean, (low if self.direction == "max" else high)
 
 
-def benchmark_job(
-    *,
-    job_id: str,
-    command: str,
-    workdir: Path,
-    seed: int,
-    seed_env: str,
-    variant: str,
-    unit: str,
-    timeout_s: float,
-    sandbox: SandboxSpec | None = None,
-    resources: Resources | None = None,
-    output_cap_bytes: int = OUTPUT_CAP_BYTES,
-    extra_env: Mapping[str, str] | None = None,
-) -> JobSpec:
-    """The JobSpec running `command` (through /bin/sh -c) in `workdir` (the variant's clean
-    checkout) for one variant on one unit, with the allow-listed environment of `job_env`
-    (`seed_env`=seed). sandbox/resources: None means SandboxSpec()/Resources().
-    Raises RatchetError `job.reserved_env` for a reserved `seed_env`."""
-    env = job_env(seed_env, seed, job_id, variant, unit, extra_env)
-    return JobSpec(
-        job_id=job_id,
-        argv=("/bin/sh", "-c", command),
-        workdir=Path(workdir),
-        env=env,
-        timeout_s=timeout_s,
-        resources=resources or Resources(),
-        sandbox=sandbox or SandboxSpec(),
-        output_cap_bytes=output_cap_bytes,
-    )
+def launch_jobs_target(contract: Contract, sandbox: SandboxSpec,
+                       commands: Mapping[str, tuple[str, float]]) -> ShellJobs:
+    """Shell jobs for an agent's own experiments: each job's own command and timeout, the target's
+    metric read when printed, never cached."""
+    t = contract.target
+    return ShellJobs(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
+                     kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=False, commands=commands)

@@ -371,3 +371,35 @@ def target_unreachable(target: float | None, n_val: int) -> str | None:
         need = f"it needs at least {math.ceil(target * Z95 * Z95 / (1.0 - target))} val examples"
     return (f"gate.target = {target:g} is unreachable: a perfect score on {n_val} val examples has a "
             f"95% Wilson lower bound of {bound:.3f}; {need}")
+
+
+# --- a run's examples -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExampleData:
+    """A run's examples: the loaded set (with its warnings) and its dev/val/test split."""
+
+    examples: ExampleSet
+    split: Split
+
+    @property
+    def fingerprint(self) -> dict[str, list[str]]:
+        """Per-split sorted example ids (content hashes)."""
+        return fingerprint(self.split)
+
+
+def load_split(root: Path, examples_path: str, fractions: Sequence[float], seed: int) -> ExampleData:
+    """Load `examples_path` under the project `root` and split it with the campaign `seed`.
+    Raises DataError (examples.*) for bad data."""
+    examples = load_examples(root / examples_path)
+    return ExampleData(examples, split_examples(examples.examples, fractions, seed))
+
+
+def check_same_dataset(recorded: dict[str, list[str]], data: ExampleData) -> None:
+    """Refuse a resume whose dataset changed. Raises DataError `examples.changed` saying how many
+    examples changed in which split."""
+    changes = compare_fingerprints(recorded, data.fingerprint)
+    if any(changes.values()):
+        raise DataError("examples.changed", f"the examples changed since the run started: {describe_change(changes)}",
+                        hint="restore the examples file, or start a new run")

@@ -1,10 +1,6 @@
-"""Measuring a solution on examples (`target.kind = "examples"`): shards of examples run as jobs,
-the checks judged by the kernel, a ledger event before and after every shard (DESIGN.md §4-§6).
-
-The shell around the gate for examples targets, mirroring `measure.JobRunner`: one job per shard,
-each in a clean checkout of the tree under `<work_dir>/<job_id>/` (removed after the job);
-`job.started` / `job.finished` recorded through `record`; shards already in `done` reused, never
-re-run; `measure.Interrupted` raised when the executor was cancelled.
+"""Measuring a solution on examples (`target.kind = "examples"`): the pure pieces of a shard job
+(its stdin, limits, how its output is judged and recorded). `examples_target.ExamplesTarget` puts
+them behind the Target seam; the one runner (`loop/measure.py`) runs the shards.
 
 What a job sees (§5): a checkout WITHOUT `target.examples` nor the caller's `exclude`
 (`contract.hidden_paths`: scope.hidden and target.examples), and on stdin the shard: ids and
@@ -20,24 +16,16 @@ itself still runs as `python3 <solution>` in the checkout.
 
 from __future__ import annotations
 
-import functools
 import json
-import shutil
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ratchet.compute.base import Executor, JobResult, JobSpec, SandboxSpec, run_jobs
-from ratchet.compute.local import job_env
-from ratchet.core.contract import TargetSection
-from ratchet.core.gate import UnitScore
-from ratchet.loop.measure import Interrupted, Record
-from ratchet.targets import shard_runner
-from ratchet.targets.checks import CheckResult, ScriptRunner, parse_shard_lines, run_checks
+from ratchet.compute.base import JobResult
+from ratchet.targets.base import UnitResult
+from ratchet.targets.checks import CheckResult, ScriptRunner, run_checks
 from ratchet.targets.examples import Example
-from ratchet.workspace.git import Git
 
 ExampleStatus = Literal["ok", "crash", "timeout", "output_too_large", "missing", "check_error"]
 """How one example's run ended, as the kernel judged it.
@@ -88,7 +76,7 @@ class ExampleResult:
     reason: why it failed ("" when passed); it may quote the expected output, so a val or test
     example's reason must never reach an agent. shard_failed: the shard's job failed as a whole
     (runner killed, shard timeout, state unknown): no verdict on the solution exists for this
-    example, so the gate treats it as a failed measurement, not as a 0 (see paired_binary_scores).
+    example, so the gate treats it as a failed measurement, not as a 0 (see as_unit_result).
     """
 
     example_id: str
@@ -188,32 +176,19 @@ def failed_shard(examples: Iterable[Example], result: JobResult) -> dict[str, Ex
     return {ex.id: ExampleResult(ex.id, False, status, (), reason, shard_failed=True) for ex in examples}
 
 
-def paired_binary_scores(champion: Mapping[str, ExampleResult], candidate: Mapping[str, ExampleResult],
-                         order: Sequence[str]) -> list[UnitScore]:
-    """The gate's paired scores of an examples trial: unit i is example `order[i]`, each side 1.0
-    (passed) or 0.0 (failed).
+def as_unit_result(job_id: str, variant: str, unit: int, result: ExampleResult) -> UnitResult:
+    """One example's result as the gate sees it: 1.0 (passed) or 0.0 (failed).
 
     A failed example (wrong output, crash, timeout, output too large, missing record, check error)
     is a 0 score, not a measurement failure: in examples mode the solution's failures ARE the
     measurement. Only an example whose shard's job failed as a whole (`shard_failed`) has no
-    verdict and becomes a failed side (`*_failed`: a candidate is then never accepted, a champion
-    is retried), so a champion shard lost to the machine cannot hand the candidate free wins. An
-    example absent from a side's mapping has not run yet (None, not failed).
+    verdict and is a failed measurement (a candidate is then never accepted, a champion is retried),
+    so a champion shard lost to the machine cannot hand the candidate free wins.
     """
-    def side(result: ExampleResult | None) -> tuple[float | None, bool]:
-        if result is None:
-            return None, False
-        if result.shard_failed:
-            return None, True
-        return (1.0 if result.passed else 0.0), False
-
-    scores = []
-    for unit, example_id in enumerate(order):
-        champ, champ_failed = side(champion.get(example_id))
-        cand, cand_failed = side(candidate.get(example_id))
-        scores.append(UnitScore(unit, champ, cand, champion_failed=champ_failed,
-                                candidate_failed=cand_failed))
-    return scores
+    if result.shard_failed:
+        return UnitResult(job_id, variant, unit, None, True, result.status, result.reason, result)
+    return UnitResult(job_id, variant, unit, 1.0 if result.passed else 0.0, False, result.status, result.reason,
+                      result)
 
 
 def compact(results: Iterable[ExampleResult]) -> dict[str, list[Any]]:
@@ -241,179 +216,3 @@ def from_compact(job_id: str, data: Mapping[str, Any], tree: str,
         reason = "" if passed else f"{entry[1]} (recorded by job {job_id})"
         out[ex.id] = ExampleResult(ex.id, passed, entry[1], (), reason, shard_failed=whole)
     return out
-
-
-# --- the runner -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Shard:
-    job_id: str
-    index: int
-    examples: tuple[Example, ...]
-
-
-class ExamplesRunner:
-    """Measures a solution tree on examples, one job per shard (see the module docstring).
-
-    target: a `[target]` of kind examples. project_root: where custom check scripts live.
-    sandbox: the resolved SandboxSpec of every job. work_dir: where `<job_id>/` checkouts go.
-    record: appends a ledger event. done: job_id -> `job.finished` data already in the ledger.
-    exclude: paths never written into a checkout (pass `contract.hidden_paths`; target.examples is
-    added regardless). shard_size: examples per job. slack_s: see SHARD_SLACK_S. run_script: runs
-    custom checks (default: a subprocess). progress: called with (examples finished, total).
-    Raises ValueError for a target that is not of kind examples or shard_size < 1.
-    """
-
-    def __init__(
-        self,
-        *,
-        git: Git,
-        executor: Executor,
-        target: TargetSection,
-        project_root: Path,
-        sandbox: SandboxSpec,
-        work_dir: Path,
-        record: Record,
-        done: Mapping[str, Mapping[str, Any]] | None = None,
-        exclude: Sequence[str] = (),
-        shard_size: int = DEFAULT_SHARD_SIZE,
-        slack_s: float = SHARD_SLACK_S,
-        run_script: ScriptRunner | None = None,
-        progress: Callable[[int, int], None] | None = None,
-    ):
-        if target.kind != "examples" or not target.examples or not target.solution:
-            raise ValueError(f"ExamplesRunner needs a target of kind examples, not {target.kind!r}")
-        if shard_size < 1:
-            raise ValueError(f"shard_size must be >= 1, got {shard_size}")
-        self.git = git
-        self.executor = executor
-        self.target = target
-        self.project_root = Path(project_root)
-        self.sandbox = sandbox
-        self.work_dir = Path(work_dir)
-        self.record = record
-        self.done = dict(done or {})
-        self.exclude = tuple(dict.fromkeys([target.examples, *exclude]))
-        self.shard_size = shard_size
-        self.slack_s = slack_s
-        self.run_script = run_script
-        self.progress = progress
-        self._lock = threading.Lock()
-
-    def measure(self, tree: str, examples: Sequence[Example], *, job_prefix: str, attempt: int,
-                stage: str, variant: str) -> dict[str, ExampleResult]:
-        """Measure `tree` on `examples`; returns example id -> ExampleResult for every example.
-
-        Shard k (consecutive chunks of shard_size, in the given order) is job `<job_prefix>-s<kkk>`.
-        Shards in `done` for this tree and these examples are reused without a job. Raises
-        Interrupted when the executor was cancelled (shards that finished are recorded),
-        ValueError for an example given twice.
-        """
-        out: dict[str, ExampleResult] = {}
-        todo: list[_Shard] = []
-        for k, chunk in enumerate(make_shards(examples, self.shard_size)):
-            shard = _Shard(f"{job_prefix}-s{k:03d}", k, chunk)
-            reused = from_compact(shard.job_id, self.done[shard.job_id], tree, chunk) \
-                if shard.job_id in self.done else None
-            if reused is None:
-                todo.append(shard)
-            else:
-                out.update(reused)
-        total = len(examples)
-        self._progress(len(out), total)
-        if todo:
-            self._run(tree, todo, out, attempt=attempt, stage=stage, variant=variant, total=total)
-        return out
-
-    def _run(self, tree: str, todo: list[_Shard], out: dict[str, ExampleResult], *, attempt: int,
-             stage: str, variant: str, total: int) -> None:
-        by_id = {s.job_id: s for s in todo}
-
-        def on_start(job_id: str, pid: str) -> None:
-            self._record("job.started", {"job_id": job_id, "attempt": attempt, "stage": stage,
-                                         "variant": variant, "unit": by_id[job_id].index, "pid": int(pid)})
-
-        def on_result(result: JobResult) -> None:
-            if result.state == "cancelled":
-                return
-            shard = by_id[result.job_id]
-            results = self._judge(shard, result)
-            self._finish(shard, result, results, tree, attempt=attempt, stage=stage, variant=variant)
-            out.update(results)
-            self._progress(len(out), total)
-
-        checkouts = [self.work_dir / s.job_id for s in todo]
-        try:
-            specs = [self._spec(s, tree, variant) for s in todo]
-            results = run_jobs(self.executor, specs, on_start, on_result)
-        finally:
-            for checkout in checkouts:
-                shutil.rmtree(checkout, ignore_errors=True)
-        if any(r.state == "cancelled" for r in results):
-            raise Interrupted("jobs were cancelled")
-
-    def _spec(self, shard: _Shard, tree: str, variant: str) -> JobSpec:
-        checkout = self.work_dir / shard.job_id
-        if checkout.exists():  # a partial checkout of a killed kernel: start from scratch
-            shutil.rmtree(checkout)
-        checkout.parent.mkdir(parents=True, exist_ok=True)
-        self.git.materialize_tree(tree, checkout, exclude=self.exclude)
-        n = len(shard.examples)
-        payload = shard_payload(shard.examples, self.target.solution or "", self.target.timeout_s)
-        env = job_env(self.target.seed_env, EXAMPLES_SEED, shard.job_id, variant, str(shard.index))
-        return JobSpec(
-            job_id=shard.job_id,
-            argv=("python3", "-I", "-c", _runner_source()),
-            workdir=checkout,
-            env=env,
-            timeout_s=shard_timeout_s(n, self.target.timeout_s, self.slack_s),
-            sandbox=self.sandbox,
-            stdin_bytes=payload,
-            output_cap_bytes=shard_output_cap(n),
-        )
-
-    def _judge(self, shard: _Shard, result: JobResult) -> dict[str, ExampleResult]:
-        if result.state != "ok":
-            return failed_shard(shard.examples, result)
-        ids = [ex.id for ex in shard.examples]
-        if result.stdout_path is not None and result.stdout_path.is_file():
-            # newline="\n": records end in "\n" only; a raw U+2028 or "\x85" inside one is data
-            with open(result.stdout_path, encoding="utf-8", errors="replace", newline="\n") as lines:
-                records = parse_shard_lines(lines, ids)
-        else:
-            records = parse_shard_lines(result.stdout_tail.split("\n"), ids)
-        return {
-            ex.id: judge_record(ex, records[ex.id], self.target.checks, project_root=self.project_root,
-                                timeout_s=self.target.timeout_s, run_script=self.run_script)
-            for ex in shard.examples
-        }
-
-    def _finish(self, shard: _Shard, result: JobResult, results: Mapping[str, ExampleResult], tree: str,
-                *, attempt: int, stage: str, variant: str) -> None:
-        passes = sum(r.passed for r in results.values())
-        n = len(shard.examples)
-        ok = result.state == "ok"
-        reason = f"{passes}/{n} examples passed" if ok else next(iter(results.values())).reason
-        data = {
-            "job_id": shard.job_id, "variant": variant, "unit": shard.index, "seed": EXAMPLES_SEED,
-            "state": result.state, "value": float(passes) if ok else None, "reason": reason,
-            "elapsed_s": result.elapsed_s, "cpu_s": result.cpu_s, "cached": False, "units_charged": n,
-            "attempt": attempt, "stage": stage, "tree": tree, "examples": compact(results.values()),
-        }
-        self._record("job.finished", data)
-        self.done[shard.job_id] = data
-
-    def _record(self, kind: str, data: Mapping[str, Any]) -> None:
-        with self._lock:
-            self.record(kind, data)
-
-    def _progress(self, finished: int, total: int) -> None:
-        if self.progress is not None:
-            self.progress(finished, total)
-
-
-@functools.cache
-def _runner_source() -> str:
-    """The shard runner's source (stdlib only, no ratchet imports: it runs as a plain script)."""
-    return Path(shard_runner.__file__).read_text(encoding="utf-8")

@@ -1,0 +1,281 @@
+"""The examples target (`target.kind = "examples"`, DESIGN.md §4-§6) behind the Target seam.
+
+Units are example ids. A trial measures the val split in a seeded order, its looks `gate.units`
+clamped to the val size, judged with exact McNemar looks; there is no confirmation (no fresh val
+examples exist); the holdout is the test split, measured once, plus the champion's pass rates on
+dev and val for the report. The preflight measures the baseline on the dev split.
+
+Planned jobs are grouped into shards: one executor job per (look, variant) chunk of at most
+`shard_size` examples, named `<attempt/stage>-l<look>-<variant>-s<k>` (`-retry` for a champion
+retry). Which variant runs first at a look is drawn from the run's salt, never chosen by anyone.
+Only aggregate pass rates leave the kernel: per-example results stay in the ledger's compact form
+and expected outputs never reach a job.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
+from ratchet.compute.env import job_env
+from ratchet.core.canonical import digest
+from ratchet.core.contract import Contract
+from ratchet.core.plan import Plan, PlannedJob, Stage, UnitDraw, compile_plan
+from ratchet.core.stats.paired import wilson_interval
+from ratchet.targets import shard_runner
+from ratchet.targets.base import Task, TaskOutcome, UnitResult
+from ratchet.targets.checks import ScriptRunner, parse_shard_lines
+from ratchet.targets.examples import Example, Split, clamp_looks, val_order
+from ratchet.targets.examples_measure import (
+    DEFAULT_SHARD_SIZE,
+    EXAMPLES_SEED,
+    SHARD_SLACK_S,
+    ExampleResult,
+    as_unit_result,
+    compact,
+    failed_shard,
+    from_compact,
+    judge_record,
+    make_shards,
+    shard_output_cap,
+    shard_payload,
+    shard_timeout_s,
+)
+
+HOLDOUT_ATTEMPT = 0
+"""The holdout's and the preflight's jobs carry attempt number 0 (attempts are 1-based)."""
+
+_PLANNED_ID = re.compile(r"^(?P<head>.+)-u\d+-(?P<variant>champion|candidate)(?P<retry>-r\d+)?$")
+
+
+def pass_rate(results: Sequence[ExampleResult]) -> dict[str, Any]:
+    """{"passes", "n", "rate", "interval"} with the Wilson 95% interval (Wilson 1927)."""
+    n = len(results)
+    passes = sum(r.passed for r in results)
+    low, high = wilson_interval(passes, n)
+    return {"passes": passes, "n": n, "rate": passes / n if n else None, "interval": [low, high]}
+
+
+def per_check_rates(results: Sequence[ExampleResult]) -> dict[str, float]:
+    """Pass rate of each check type over the examples where the checks ran."""
+    counts: dict[str, list[int]] = {}
+    for r in results:
+        for check in r.per_check:
+            c = counts.setdefault(check.type, [0, 0])
+            c[0] += bool(check.passed)
+            c[1] += 1
+    return {name: passed / n for name, (passed, n) in counts.items() if n}
+
+
+class ExamplesTarget:
+    """The examples target of one run (see the module docstring).
+
+    split: the run's dev / val / test examples; project_root: where custom check scripts live;
+    shard_size: examples per job; slack_s: see SHARD_SLACK_S; run_script: runs custom checks
+    (default: a subprocess). Raises ValueError for a target that is not of kind examples or
+    shard_size < 1.
+    """
+
+    kind = "examples"
+    score_kind = "binary"
+    direction = "max"
+    confirms = False
+
+    def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str, split: Split, project_root: Path, *,
+                 shard_size: int = DEFAULT_SHARD_SIZE, slack_s: float = SHARD_SLACK_S,
+                 run_script: ScriptRunner | None = None):
+        t = contract.target
+        if t.kind != "examples" or not t.examples or not t.solution:
+            raise ValueError(f"ExamplesTarget needs a target of kind examples, not {t.kind!r}")
+        if shard_size < 1:
+            raise ValueError(f"shard_size must be >= 1, got {shard_size}")
+        self.contract = contract
+        self.section = t
+        self.sandbox = sandbox
+        self.salt = salt
+        self.split = split
+        self.project_root = Path(project_root)
+        self.exclude = tuple(dict.fromkeys([t.examples, *contract.hidden_paths]))
+        self.shard_size = shard_size
+        self.slack_s = slack_s
+        self.run_script = run_script
+        self.by_id: dict[str, Example] = {ex.id: ex for part in (split.dev, split.val, split.test) for ex in part}
+
+    # -- plans -------------------------------------------------------------------------------------
+
+    def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
+        """gate.units clamped to the val size (trial); the test split's size (holdout)."""
+        if stage == "holdout":
+            return (len(self.split.test),)
+        return clamp_looks(self.contract.gate.units, len(self.split.val))
+
+    def _first(self, attempt: int, look: int) -> int:
+        """0: the champion runs first at this look, 1: the candidate (from the run's salt)."""
+        return int(digest(["ratchet.examples-order", self.salt, attempt, look])[-1], 16) & 1
+
+    def plan(self, stage: Stage, attempt: int, trial: int, champion_tree: str, candidate_tree: str,
+             looks: Sequence[int]) -> Plan:
+        """Val examples in the trial's seeded order (test examples for the holdout)."""
+        if stage == "holdout":
+            order: Sequence[Example] = self.split.test
+        else:
+            order = val_order(self.split.val, self.contract.campaign.seed, trial)
+        draws = []
+        for i, ex in enumerate(order[: looks[-1]]):
+            look = next(k for k, n in enumerate(looks) if i < n)
+            draws.append(UnitDraw(EXAMPLES_SEED, self._first(attempt, look), ex.id))
+        settings = {"kind": "examples", "solution": self.section.solution, "timeout_s": self.section.timeout_s,
+                    "checks": [c.model_dump() for c in self.section.checks], "sandbox": self.sandbox.mode,
+                    "network": self.sandbox.network}
+        return compile_plan(stage=stage, attempt=attempt, trial=trial, champion_tree=champion_tree,
+                            candidate_tree=candidate_tree, target=settings, looks=looks, draws=draws)
+
+    def single_side_jobs(self, name: str, tree: str, examples: Sequence[Example], variant: str) -> list[PlannedJob]:
+        """Planned jobs measuring one tree on `examples` outside any plan (the preflight on dev, the
+        final champion on dev and val): ids `a0000-<name>-u<i>-<variant>`."""
+        return [PlannedJob(f"a{HOLDOUT_ATTEMPT:04d}-{name}-u{i:03d}-{variant}", variant, tree, i,  # type: ignore[arg-type]
+                           EXAMPLES_SEED, 0, 0, ex.id) for i, ex in enumerate(examples)]
+
+    def reserve_units(self) -> int:
+        """Baseline and champion on test, the champion on dev and val."""
+        sizes = self.split.sizes()
+        return 2 * sizes["test"] + sizes["dev"] + sizes["val"]
+
+    def holdout_extras(self, champion_tree: str, results: Mapping[str, UnitResult],
+                       measure: Callable[[list[PlannedJob]], Mapping[str, UnitResult]]) -> dict[str, Any]:
+        """The champion's and the baseline's pass rates on test (from the holdout), the champion's
+        on dev and val (measured now), and its pass rate per check type."""
+        sides: dict[str, dict[int, ExampleResult]] = {"champion": {}, "candidate": {}}
+        for r in results.values():  # a champion retry (recorded later) replaces the first result
+            sides[r.variant][r.unit] = r.detail
+        champ, base = list(sides["candidate"].values()), list(sides["champion"].values())
+        splits: dict[str, Any] = {"test": pass_rate(champ), "test_baseline": pass_rate(base)}
+        everything = list(champ)
+        for name in ("dev", "val"):
+            part = getattr(self.split, name)
+            if not part:
+                continue
+            measured = measure(self.single_side_jobs(f"holdout-{name}", champion_tree, part, "candidate"))
+            details = [r.detail for r in measured.values()]
+            splits[name] = pass_rate(details)
+            everything += details
+        splits["per_check"] = per_check_rates(everything)
+        return splits
+
+    def preflight_jobs(self, baseline_tree: str) -> list[PlannedJob]:
+        """The baseline on the dev split (its pass rate is the first champion figure)."""
+        return self.single_side_jobs("preflight-dev", baseline_tree, self.split.dev, "champion")
+
+    def check_preflight(self, results: Sequence[UnitResult], job_dir: Path) -> None:
+        """A baseline may fail every dev example (it is what the agents improve): never refused."""
+
+    # -- tasks -------------------------------------------------------------------------------------
+
+    def tasks(self, jobs: Sequence[PlannedJob]) -> list[Task]:
+        """Shards of consecutive planned jobs sharing a look and a variant, in run order (the
+        variant drawn to go first at each look first). Raises ValueError for an example given twice
+        in one group."""
+        groups: dict[tuple[int, int, str], list[PlannedJob]] = {}
+        for job in sorted(jobs, key=lambda j: (j.look, j.order)):
+            groups.setdefault((job.look, job.order, job.variant), []).append(job)
+        out = []
+        for (look, _, variant), group in groups.items():
+            prefix = _shard_prefix(group[0], look)
+            examples = [self.by_id[j.key or ""] for j in group]
+            shards = make_shards(examples, self.shard_size)
+            start = 0
+            for k, shard in enumerate(shards):
+                out.append(Task(f"{prefix}-s{k:03d}", variant, group[0].tree, tuple(group[start: start + len(shard)])))
+                start += len(shard)
+        return out
+
+    def _examples(self, task: Task) -> list[Example]:
+        return [self.by_id[j.key or ""] for j in task.jobs]
+
+    def spec(self, task: Task, checkout: Path) -> JobSpec:
+        """The shard runner (`python3 -I -c <source>`) with the shard's ids and inputs on stdin."""
+        examples = self._examples(task)
+        n = len(examples)
+        payload = shard_payload(examples, self.section.solution or "", self.section.timeout_s)
+        index = _shard_index(task.job_id)
+        env = job_env(self.section.seed_env, EXAMPLES_SEED, task.job_id, task.variant, str(index))
+        return JobSpec(job_id=task.job_id, argv=("python3", "-I", "-c", _runner_source()), workdir=checkout,
+                       env=env, timeout_s=shard_timeout_s(n, self.section.timeout_s, self.slack_s),
+                       sandbox=self.sandbox, stdin_bytes=payload, output_cap_bytes=shard_output_cap(n))
+
+    def read(self, task: Task, result: JobResult) -> TaskOutcome:
+        """Judge each example's record with the kernel's expected output and the checks."""
+        examples = self._examples(task)
+        if result.state != "ok":
+            judged = failed_shard(examples, result)
+        else:
+            ids = [ex.id for ex in examples]
+            if result.stdout_path is not None and result.stdout_path.is_file():
+                # newline="\n": records end in "\n" only; a raw U+2028 or "\x85" inside one is data
+                with open(result.stdout_path, encoding="utf-8", errors="replace", newline="\n") as lines:
+                    records = parse_shard_lines(lines, ids)
+            else:
+                records = parse_shard_lines(result.stdout_tail.split("\n"), ids)
+            judged = {ex.id: judge_record(ex, records[ex.id], self.section.checks, project_root=self.project_root,
+                                          timeout_s=self.section.timeout_s, run_script=self.run_script)
+                      for ex in examples}
+        passes = sum(r.passed for r in judged.values())
+        ok = result.state == "ok"
+        record = {
+            "job_id": task.job_id, "variant": task.variant, "unit": _shard_index(task.job_id), "seed": EXAMPLES_SEED,
+            "state": result.state, "value": float(passes) if ok else None,
+            "reason": f"{passes}/{len(examples)} examples passed" if ok else next(iter(judged.values())).reason,
+            "elapsed_s": result.elapsed_s, "cpu_s": result.cpu_s, "cached": False, "units_charged": len(examples),
+            "tree": task.tree, "examples": compact(judged.values()),
+        }
+        return self._outcome(task, judged, record)
+
+    def _outcome(self, task: Task, judged: Mapping[str, ExampleResult], record: Mapping[str, Any]) -> TaskOutcome:
+        results = {j.job_id: as_unit_result(j.job_id, j.variant, j.unit, judged[j.key or ""]) for j in task.jobs}
+        return TaskOutcome(results, record)
+
+    def reuse(self, task: Task, recorded: Mapping[str, Any]) -> TaskOutcome | None:
+        """The shard's recorded compact results, when they are for this tree and these examples."""
+        judged = from_compact(task.job_id, recorded, task.tree, self._examples(task))
+        return None if judged is None else self._outcome(task, judged, recorded)
+
+    def cache_key(self, task: Task) -> str | None:
+        """Examples shards are never cached (the checks are judged by the kernel each time)."""
+        return None
+
+    def from_cache(self, task: Task, hit: Mapping[str, Any]) -> TaskOutcome | None:
+        """Never called: see cache_key."""
+        return None
+
+    def cache_entry(self, outcome: TaskOutcome) -> dict[str, Any] | None:
+        """Nothing is cached."""
+        return None
+
+    def summary(self, values: Sequence[float]) -> tuple[float | None, float | None]:
+        """The pass rate and its Wilson 95% lower bound (Wilson 1927)."""
+        if not values:
+            return None, None
+        low, _ = wilson_interval(int(sum(values)), len(values))
+        return sum(values) / len(values), low
+
+
+def _shard_prefix(job: PlannedJob, look: int) -> str:
+    """`a0001-trial-u003-candidate` -> `a0001-trial-l<look>-candidate` (`-retry` for `-r1`)."""
+    m = _PLANNED_ID.match(job.job_id)
+    head = m.group("head") if m else job.job_id
+    tail = "retry" if m and m.group("retry") else job.variant
+    return f"{head}-l{look}-{tail}"
+
+
+def _shard_index(job_id: str) -> int:
+    return int(job_id.rsplit("-s", 1)[1])
+
+
+@functools.cache
+def _runner_source() -> str:
+    """The shard runner's source (stdlib only, no ratchet imports: it runs as a plain script)."""
+    return Path(shard_runner.__file__).read_text(encoding="utf-8")

@@ -1,0 +1,149 @@
+"""Shell-command tasks: one planned job per executor job, `/bin/sh -c COMMAND` in a clean checkout
+with the unit's seed in `target.seed_env`, the metric read from the last JSON line of stdout.
+
+The benchmark target (`benchmark.BenchmarkTarget`) is this plus plans and looks; an agent's own
+experiments (`Launch`) are this with a command per job and no cache.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ratchet.compute.base import JobResult, JobSpec, Resources, SandboxSpec
+from ratchet.compute.cache import cache_key
+from ratchet.compute.env import job_env
+from ratchet.core.plan import PlannedJob
+from ratchet.targets.base import Task, TaskOutcome, UnitResult
+from ratchet.targets.metric import parse_metric
+
+STDERR_LINE_CHARS = 200
+"""Characters of a failed job's last stderr line quoted in its reason."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One shell job's outcome as recorded in its `job.finished` event.
+
+    state: a JobState, or no_metric | bad_metric when the job ended ok without a usable metric.
+    value: the metric (raw, not direction-normalized) when state is ok. units_charged: job-units
+    charged to the budget (0 for a cached measurement).
+    """
+
+    job_id: str
+    variant: str
+    unit: int
+    seed: int
+    state: str
+    value: float | None
+    reason: str
+    elapsed_s: float
+    cpu_s: float
+    cached: bool
+    units_charged: int
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> Measurement:
+        """Rebuild from a `job.finished` event's data (resume: finished jobs are never re-run)."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+    def unit_result(self) -> UnitResult:
+        """As the trial sees it: failed unless ok with a finite value."""
+        ok = self.state == "ok" and self.value is not None and math.isfinite(self.value)
+        return UnitResult(self.job_id, self.variant, self.unit, self.value if ok else None, not ok,
+                          self.state, self.reason)
+
+
+class ShellJobs:
+    """Runs planned jobs as shell commands (see the module docstring).
+
+    command / timeout_s: the default command and per-job timeout; commands: job_id -> (command,
+    timeout_s) overriding them (an agent's experiments; never cached). metric: the JSON key read
+    from stdout (None: only the exit state counts). cache: whether measurements may be cached.
+    """
+
+    def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
+                 sandbox: SandboxSpec, exclude: Sequence[str] = (), cache: bool = True,
+                 commands: Mapping[str, tuple[str, float]] | None = None):
+        self.command = command
+        self.metric = metric
+        self.seed_env = seed_env
+        self.timeout_s = timeout_s
+        self.kind = kind
+        self.sandbox = sandbox
+        self.exclude = tuple(exclude)
+        self.cacheable = cache and commands is None
+        self.commands = dict(commands or {})
+
+    def tasks(self, jobs: Sequence[PlannedJob]) -> list[Task]:
+        """One task per planned job, same id."""
+        return [Task(job.job_id, job.variant, job.tree, (job,)) for job in jobs]
+
+    def _env(self, job: PlannedJob) -> dict[str, str]:
+        return job_env(self.seed_env, job.seed, job.job_id, job.variant, str(job.unit))
+
+    def spec(self, task: Task, checkout: Path) -> JobSpec:
+        """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment."""
+        job = task.jobs[0]
+        command, timeout_s = self.commands.get(job.job_id, (self.command, self.timeout_s))
+        return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
+                       timeout_s=timeout_s, sandbox=self.sandbox)
+
+    def read(self, task: Task, result: JobResult) -> TaskOutcome:
+        """The metric from the job's stdout (its last JSON line), or why there is none."""
+        job = task.jobs[0]
+        state, value, reason = result.state, None, result.reason
+        if result.state == "ok" and self.metric:
+            # The metric is on the LAST JSON line: past the output cap the file holds only the start,
+            # so read the kept tail instead.
+            capped = result.stdout_truncated or result.stdout_path is None
+            stdout = result.stdout_tail if capped or result.stdout_path is None else \
+                result.stdout_path.read_text("utf-8", errors="replace")
+            reading = parse_metric(stdout, self.metric)
+            state, value, reason = reading.state, reading.value, reading.reason
+        elif result.state != "ok" and result.stderr_tail.strip():
+            reason = f"{reason}; stderr: {result.stderr_tail.strip().splitlines()[-1][:STDERR_LINE_CHARS]}"
+        m = Measurement(job.job_id, job.variant, job.unit, job.seed, state, value, reason,
+                        result.elapsed_s, result.cpu_s, False, 1)
+        return self._outcome(m)
+
+    @staticmethod
+    def _outcome(m: Measurement) -> TaskOutcome:
+        return TaskOutcome({m.job_id: m.unit_result()}, asdict(m))
+
+    def reuse(self, task: Task, recorded: Mapping[str, Any]) -> TaskOutcome | None:
+        """The recorded measurement (None when the record is malformed)."""
+        try:
+            return self._outcome(Measurement.from_record(recorded))
+        except (KeyError, TypeError):
+            return None
+
+    def cache_key(self, task: Task) -> str | None:
+        """The digest of everything that affects the measurement; None for an agent's experiments."""
+        if not self.cacheable:
+            return None
+        job = task.jobs[0]
+        return cache_key(
+            tree=job.tree, command=self.command, seed=job.seed, seed_env=self.seed_env,
+            env_set_by_ratchet=self._env(job), sandbox_mode=self.sandbox.mode, network=self.sandbox.network,
+            timeout_s=self.timeout_s, resources=Resources(), metric=self.metric or "", kind=self.kind,
+        )
+
+    def from_cache(self, task: Task, hit: Mapping[str, Any]) -> TaskOutcome | None:
+        """A cached ok measurement (0 units charged)."""
+        job = task.jobs[0]
+        if not isinstance(hit.get("value"), int | float):
+            return None
+        m = Measurement(job.job_id, job.variant, job.unit, job.seed, "ok", float(hit["value"]),
+                        "cached measurement", float(hit.get("elapsed_s", 0.0)), 0.0, True, 0)
+        return self._outcome(m)
+
+    def cache_entry(self, outcome: TaskOutcome) -> dict[str, Any] | None:
+        """Only ok measurements are cached."""
+        r = outcome.record
+        if r.get("state") != "ok" or r.get("cached"):
+            return None
+        return {"state": "ok", "value": r["value"], "elapsed_s": r["elapsed_s"]}
