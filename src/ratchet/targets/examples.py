@@ -27,6 +27,7 @@ REQUIRED_KEYS = ("input", "expected_output")
 OPTIONAL_KEYS = ("id",)
 MIN_SPLIT_EXAMPLES = 30  # val or test below this many examples: intervals too wide to say much
 MAX_REASONS_SHOWN = 50  # malformed lines whose reason is spelled out in the error message
+MAX_LINES_LISTED = 20  # line numbers listed per finding of `ratchet check`
 MAX_JSON_DEPTH = 64  # nesting levels (arrays and objects) one value of an examples line may have
 Z95 = 1.959963984540054  # standard normal 97.5% quantile (Wilson bound of target_unreachable)
 
@@ -253,6 +254,61 @@ def load_examples(path: Path) -> ExampleSet:
         raise DataError("examples.empty", f"examples file {path} has no examples",
                         hint='add lines like {"input": "...", "expected_output": "..."}')
     return _dedupe(Path(path), parsed)
+
+
+# --- what the checks can judge -------------------------------------------------------------------
+
+
+def never_judged(examples: Iterable[Example], checks: Sequence[Any]) -> list[dict[str, Any]]:
+    """Per check that some examples' expected values can never be judged by (every run of such an
+    example is a `check_error`): [{"check": index, "type", "count", "lines": [first lines], "reason"}],
+    in contract order; [] when every check can judge every example. `checks`: the contract's
+    `[[target.checks]]` models. Pure."""
+    from ratchet.targets.checks import unjudgeable
+
+    out = []
+    for index, check in enumerate(checks):
+        lines, reason = [], None
+        for ex in examples:
+            why = unjudgeable(check, ex.expected_output)
+            if why:
+                lines.append(ex.line)
+                reason = reason or why
+        if lines:
+            out.append({"check": index, "type": check.type, "count": len(lines),
+                        "lines": sorted(lines)[:MAX_LINES_LISTED], "reason": reason})
+    return out
+
+
+def json_text_strings(examples: Iterable[Example], checks: Sequence[Any]) -> list[int]:
+    """Lines whose expected output is a JSON string holding JSON text of another type (`"[1, 2]"`,
+    `"42"`) when a json_equality check is in use: it compares that string as a string
+    (CHECKS_VERSION 2), which is rarely what the author meant. [] without json_equality. Pure."""
+    if not any(getattr(c, "type", None) == "json_equality" for c in checks):
+        return []
+    lines = []
+    for ex in examples:
+        if not isinstance(ex.expected_output, str):
+            continue
+        try:
+            value = json.loads(ex.expected_output)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(value, str):
+            lines.append(ex.line)
+    return lines
+
+
+def status_counts(outcomes: Iterable[tuple[bool, str]]) -> dict[str, int]:
+    """How a variant's examples ended, from `(passed, status)` pairs (what `job.finished` keeps per
+    example): {"passed", "failed" (ran, a check said no), "crash", "timeout", "output_too_large",
+    "missing", "check_error" (a check could not judge)}, every key present."""
+    counts = dict.fromkeys(("passed", "failed", "crash", "timeout", "output_too_large", "missing",
+                            "check_error"), 0)
+    for passed, status in outcomes:
+        key = ("passed" if passed else "failed") if status == "ok" else status
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 # --- splitting ------------------------------------------------------------------------------------
