@@ -52,23 +52,27 @@ def benchmark_script(command: str) -> tuple[str, str] | None:
 def _module_file(root: Path, name: str) -> Path | None:
     """The project file of dotted module `name` under `root` (a .py file or a package's
     __init__.py), or None when it is not part of the project."""
+    if not name or any(not part.isidentifier() for part in name.split(".")):
+        return None
     base = root.joinpath(*name.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
+    for path in (base.parent / (base.name + ".py"), base / "__init__.py"):
         if path.is_file() and path.resolve().is_relative_to(root.resolve()):
             return path
     return None
 
 
-def _imported_names(path: Path, root: Path) -> list[str]:
-    """Dotted module names `path` imports (absolute, or relative resolved against its package);
-    [] when it cannot be read or parsed."""
+def _imported_names(path: Path, base: Path) -> list[str]:
+    """Dotted module names importing `path` runs, resolved against `base` (the script's directory):
+    absolute imports, relative ones resolved against its package, every parent package of each
+    (`import a.b` runs `a` too), and `from m import x` counted as module `m.x` only when that file
+    exists. [] when it cannot be read or parsed."""
     try:
         if path.stat().st_size > MAX_SOURCE_BYTES:
             return []
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
         return []
-    package = path.parent.relative_to(root).parts
+    package = path.parent.relative_to(base).parts
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -81,8 +85,13 @@ def _imported_names(path: Path, root: Path) -> list[str]:
                 head = node.module or ""
             if head:
                 names.append(head)
-                names.extend(f"{head}.{alias.name}" for alias in node.names if alias.name != "*")
-    return names
+            names.extend(f"{head}.{a.name}".lstrip(".") for a in node.names
+                         if a.name != "*" and _module_file(base, f"{head}.{a.name}".lstrip(".")))
+    with_parents = []
+    for name in names:
+        parts = name.split(".")
+        with_parents.extend(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return list(dict.fromkeys(with_parents))
 
 
 def _allowed_module(name: str, allowed: Sequence[str]) -> str | None:
