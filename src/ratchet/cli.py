@@ -292,7 +292,7 @@ def _not_built(name: str) -> Callable[..., None]:
 
 
 for _name in ("verify", "calibrate", "watch"):
-    app.command(name=_name)(_not_built(_name))
+    app.command(name=_name, cls=_Command)(_not_built(_name))
 
 
 def main() -> None:
