@@ -325,3 +325,14 @@ def test_parse_shard_output_tolerates_garbage_and_marks_missing_ids():
     for missing in ("b", "d", "e"):
         assert records[missing]["status"] == "missing" and records[missing]["output"] == ""
     assert "2 records" in records["d"]["stderr_tail"]
+
+
+def test_a_run_judged_under_other_check_rules_is_refused_on_resume():
+    from ratchet.core.errors import DataError
+    from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
+
+    refuse_other_checks_version(CHECKS_VERSION)
+    for old in (None, 1, CHECKS_VERSION + 1):
+        with pytest.raises(DataError) as info:
+            refuse_other_checks_version(old)
+        assert info.value.code == "examples.checks_version" and info.value.exit_code == 2

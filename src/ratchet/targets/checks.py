@@ -27,6 +27,7 @@ from ratchet.core.contract import (
     NumericToleranceCheck,
     RegexMatchCheck,
 )
+from ratchet.core.errors import DataError
 from ratchet.targets.shard_runner import STATUSES, ProcessResult, run_process
 
 AnyCheck = (
@@ -263,6 +264,21 @@ def unjudgeable(check: AnyCheck, expected: Any) -> str | None:
     except _CheckError as exc:
         return str(exc)
     return None
+
+
+def refuse_other_checks_version(recorded: int | None) -> None:
+    """Refuse to resume an examples run judged under other check rules. `recorded`: the
+    CHECKS_VERSION in the run's `run.started` (None: a run recorded before the version was, i.e.
+    version 1). Raises DataError `examples.checks_version` (exit 2) when it differs from this
+    build's CHECKS_VERSION."""
+    version = 1 if recorded is None else recorded
+    if version != CHECKS_VERSION:
+        raise DataError(
+            "examples.checks_version",
+            f"this run was judged under examples-check rules version {version}; this build judges under "
+            f"version {CHECKS_VERSION}, so its verdicts would mix two sets of rules",
+            hint="start a new run (docs/examples-checks.md#versions-of-these-rules says what changed)",
+        )
 
 
 # --- the custom check -----------------------------------------------------------------------------
