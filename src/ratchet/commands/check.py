@@ -149,6 +149,7 @@ def examples_summary(contract: Contract, root: Path, first_level: float) -> dict
     examples that will always be a check_error, JSON text held in strings under json_equality).
     Raises DataError (examples.*) for a bad examples file."""
     from ratchet.targets.examples import (
+        MAX_LINES_LISTED,
         clamp_looks,
         json_text_strings,
         load_examples,
@@ -177,8 +178,9 @@ def examples_summary(contract: Contract, root: Path, first_level: float) -> dict
     if as_strings:
         warnings.append(
             f"{len(as_strings)} expected output(s) are JSON strings holding JSON text (lines "
-            f"{_lines(as_strings[:20], len(as_strings))}): json_equality compares them as strings; to expect "
-            "the array or object itself, write it without the quotes (see docs/examples-checks.md)")
+            f"{_lines(as_strings[:MAX_LINES_LISTED], len(as_strings))}): json_equality compares them as "
+            "strings; to expect the array, object or number itself, write it without the quotes "
+            "(see docs/examples-checks.md)")
     return {
         "total": len(data), "duplicates_dropped": len(data.dropped_lines), **split.sizes(),
         "looks": list(looks), "mde_first_trial": None if mde == float("inf") else mde,
