@@ -9,14 +9,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+# The demo needs Ratchet and the examples' data libraries only; the test tools come with `make test`.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[examples]'
 	touch $@
 
-demo: $(VENV)/.installed-dev
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py digits
 
-demo-countries: $(VENV)/.installed-dev
+demo-countries: $(VENV)/.installed
 	$(BIN)/python examples/demo.py countries
 
 test: $(VENV)/.installed-dev

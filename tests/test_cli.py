@@ -43,7 +43,7 @@ def test_init_examples_kind_checks_clean(tmp_path: Path):
     code, _, _ = ratchet("init", str(tmp_path / "e"), "--kind", "examples")
     assert code == 0
     code, envelope = _check(tmp_path / "e")
-    assert code == 0 and envelope["result"]["examples"]["total"] == 3
+    assert code == 0 and envelope["result"]["examples"]["total"] == 200
 
 
 def test_init_never_overwrites(tmp_path: Path):

@@ -17,25 +17,57 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from ratchet import __version__
 from ratchet.core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RatchetError
+from ratchet.present.render import make_console
+
+
+def _plain_help_option(option: Any) -> Any:
+    if option is not None:
+        option.metavar = ""  # a flag takes no value: no `<bool>` beside --help
+    return option
+
+
+class _Command(TyperCommand):
+    """A command whose help shows required arguments as `BASE`, not `{BASE}`, and flags bare."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line's pieces, braces around required arguments removed."""
+        pieces = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """`--help`, shown without a value type."""
+        return _plain_help_option(super().get_help_option(ctx))
+
+
+class _Group(TyperGroup):
+    """The `ratchet` group: `--help` shown without a value type."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """`--help`, shown without a value type."""
+        return _plain_help_option(super().get_help_option(ctx))
+
 
 app = typer.Typer(
     name="ratchet",
+    cls=_Group,
     help="Improvement loops that promote only proven gains (paired, held-out, budgeted).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = make_console()
+err = make_console(stderr=True)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")]
-DirArg = Annotated[Path, typer.Argument(help="Project directory (holding ratchet.toml).")]
+JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print exactly one JSON object on stdout.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", metavar="", help="Show the traceback of an error.")]
+DirArg = Annotated[Path, typer.Argument(metavar="DIR", help="Project directory (holding ratchet.toml).")]
+DirOpt = Annotated[Path, typer.Option("--dir", metavar="DIR", help="Project directory.")]
+RunArg = Annotated[str | None, typer.Argument(metavar="RUN", help="Run id (default: the latest run).")]
 
 Renderer = Callable[[dict[str, Any]], None]
 
@@ -94,32 +126,29 @@ def version_callback(value: bool) -> None:
 @app.callback()
 def main_callback(
     version: Annotated[
-        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version.")
+        bool, typer.Option("--version", metavar="", callback=version_callback, is_eager=True,
+                           help="Show the version.")
     ] = False,
 ) -> None:
     """Ratchet: improvement loops that promote only proven gains."""
 
 
-@app.command()
+@app.command(cls=_Command)
 def init(
-    directory: Annotated[Path, typer.Argument(help="Where to write ratchet.toml (created if needed).")] = Path("."),
-    kind: Annotated[str, typer.Option("--kind", help="benchmark | examples")] = "benchmark",
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Where to write ratchet.toml (created if needed).")
+                         ] = Path("."),
+    kind: Annotated[str, typer.Option("--kind", metavar="KIND", help="benchmark | examples")] = "benchmark",
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Write a contract with every key (defaults shown) and minimal working files."""
     from ratchet.commands.init import init_project
+    from ratchet.present.render import render_init
 
-    execute("init", as_json, debug, lambda: init_project(directory, kind), _render_init)
-
-
-def _render_init(result: dict[str, Any]) -> None:
-    for path in result["written"]:
-        out.print(f"wrote {path}")
-    out.print(f"next: [bold]ratchet check {result['directory']}[/]")
+    execute("init", as_json, debug, lambda: init_project(directory, kind), lambda r: render_init(out, r))
 
 
-@app.command()
+@app.command(cls=_Command)
 def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Validate the contract and show what a run would do, without running anything expensive."""
     from ratchet.commands.check import check_report
@@ -128,10 +157,11 @@ def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugO
     execute("check", as_json, debug, lambda: check_report(directory), lambda r: render_check(out, r))
 
 
-@app.command()
+@app.command(cls=_Command)
 def run(
     directory: DirArg = Path("."),
-    resume: Annotated[str | None, typer.Option("--resume", help="Continue the interrupted run RUN_ID.")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID",
+                                               help="Continue the interrupted run RUN_ID.")] = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -162,11 +192,11 @@ def _render_run(r: dict[str, Any]) -> None:
     out.print(f"report: {r['report']}")
 
 
-@app.command()
+@app.command(cls=_Command)
 def compare(
-    base: Annotated[str, typer.Argument(help="Git revision measured as the baseline.")],
-    candidate: Annotated[str, typer.Argument(help="Git revision measured as the candidate.")],
-    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    base: Annotated[str, typer.Argument(metavar="BASE", help="Git revision measured as the baseline.")],
+    candidate: Annotated[str, typer.Argument(metavar="CANDIDATE", help="Git revision measured as the candidate.")],
+    directory: DirOpt = Path("."),
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -195,10 +225,10 @@ def _render_compare(r: dict[str, Any]) -> None:
               f"level {fmt_p(r['level'])}, units {r['units']}; run {r['run_id']}")
 
 
-@app.command()
+@app.command(cls=_Command)
 def status(
-    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
-    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    run_id: RunArg = None,
+    directory: DirOpt = Path("."),
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -230,10 +260,10 @@ def _render_status(r: dict[str, Any]) -> None:
         err.print(f"[yellow]warning[/]: {w}")
 
 
-@app.command()
+@app.command(cls=_Command)
 def report(
-    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
-    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    run_id: RunArg = None,
+    directory: DirOpt = Path("."),
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -253,7 +283,7 @@ def _not_built(name: str) -> Callable[..., None]:
 
         def work() -> dict[str, Any]:
             raise UnsupportedError(f"unsupported.{name}", f"`ratchet {name}` is not built yet in this version",
-                                   hint="see DESIGN.md §9 for what it will do")
+                                   hint="see docs/guide.md for the commands built so far")
 
         execute(name, as_json, debug, work, lambda r: None)
 
@@ -262,7 +292,7 @@ def _not_built(name: str) -> Callable[..., None]:
 
 
 for _name in ("verify", "calibrate", "watch"):
-    app.command(name=_name)(_not_built(_name))
+    app.command(name=_name, cls=_Command)(_not_built(_name))
 
 
 def main() -> None:

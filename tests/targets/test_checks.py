@@ -77,20 +77,84 @@ def test_normalized_match_toggles(toggles, expected, actual, passes):
     ],
 )
 def test_json_equality_compares_by_json_type(expected, actual, passes):
-    assert judge(JSON, expected, actual).passed is passes
+    assert judge(JSON, json.loads(expected), actual).passed is passes
 
 
 def test_json_equality_fails_unparsable_output_with_a_reason():
-    outcome = judge(JSON, '{"a": 1}', "{'a': 1}")
+    outcome = judge(JSON, {"a": 1}, "{'a': 1}")
     assert not outcome.passed and outcome.error is None
     assert "not JSON" in outcome.per_check[0].reason
-    assert not judge(JSON, "1", "NaN").passed
+    assert not judge(JSON, 1, "NaN").passed
 
 
-def test_json_equality_with_unparsable_expected_output_is_an_error():
-    outcome = judge(JSON, "not json", "1")
-    assert not outcome.passed
-    assert outcome.error is not None and "expected output is not JSON" in outcome.error
+def test_json_equality_reads_a_string_expected_value_as_a_string_not_as_json_text():
+    assert judge(JSON, "hello", '"hello"').passed
+    assert not judge(JSON, "hello", "hello").passed  # bare text is not JSON
+    assert not judge(JSON, "[1, 2]", "[1, 2]").passed  # the string "[1, 2]" is not the array
+    assert judge(JSON, "[1, 2]", '"[1, 2]"').passed
+    assert judge(JSON, [1, 2], "[1,2]").passed
+
+
+def test_json_equal_walks_deep_values_without_recursion_and_too_deep_output_fails():
+    from ratchet.targets.checks import json_equal
+
+    def nest(leaf, depth):
+        for _ in range(depth):
+            leaf = [leaf]
+        return leaf
+
+    assert json_equal(nest(1, 5000), nest(1.0, 5000)) and not json_equal(nest(1, 5000), nest(True, 5000))
+    outcome = judge(JSON, nest(1, 5000), "[" * 5000 + "1" + "]" * 5000)
+    assert not outcome.passed and outcome.error is None and "not JSON" in outcome.per_check[0].reason
+
+
+# --- the JSON type of the expected value ---------------------------------------------------------
+
+
+def test_text_checks_never_coerce_a_non_string_expected_value():
+    for expected in (1.0, 1, True, None, [1], {"a": 1}):
+        outcome = judge(EXACT, expected, "1")
+        assert not outcome.passed and outcome.error is not None, expected
+        assert "exact_match compares text" in outcome.error
+    normalized = judge(NormalizedMatchCheck(type="normalized_match"), 1.0, "1")
+    assert normalized.error is not None and "normalized_match compares text" in normalized.error
+    assert judge(EXACT, "1.0", "1.0").passed and not judge(EXACT, "1.0", "1").passed
+
+
+def test_one_trailing_newline_is_ignored_on_each_side_of_a_text_check():
+    # the shard runner has already stripped one newline from stdout: print("a") arrives as "a"
+    assert judge(EXACT, "a\n", "a").passed
+    assert judge(EXACT, "a\r\n", "a").passed
+    assert judge(EXACT, "a", "a").passed
+    assert not judge(EXACT, "a\n\n", "a").passed
+    assert judge(EXACT, "a\n\n", "a\n").passed  # print("a\n")
+    assert not judge(EXACT, "a", "a\n").passed  # print("a\n") for "a" prints one line too many
+
+
+@pytest.mark.parametrize("text", ["\u0661", "\uff11", "\u0661.5", "1\u0660", "\U0001d7cf"])
+def test_numeric_tolerance_accepts_ascii_digits_only(text):
+    check = NumericToleranceCheck(type="numeric_tolerance", atol=10.0)
+    assert not judge(check, 1, text).passed, text
+    assert judge(check, "1", "1").passed
+
+
+def test_numeric_tolerance_expects_a_number_or_a_string_holding_one():
+    check = NumericToleranceCheck(type="numeric_tolerance", atol=0.01)
+    assert judge(check, 2.5, "2.505").passed
+    assert judge(check, "2.5", "2.505").passed
+    for expected in (True, None, [2.5], {"x": 2.5}, "\u0662.5"):
+        outcome = judge(check, expected, "2.5")
+        assert outcome.error is not None and "not a number" in outcome.error, expected
+
+
+def test_unjudgeable_names_the_expected_values_a_check_can_never_judge():
+    from ratchet.targets.checks import unjudgeable
+
+    numeric = NumericToleranceCheck(type="numeric_tolerance")
+    assert unjudgeable(EXACT, "x") is None and "exact_match compares text" in unjudgeable(EXACT, 3)
+    assert unjudgeable(numeric, 3) is None and unjudgeable(numeric, "3") is None
+    assert "not a number" in unjudgeable(numeric, "three")
+    assert unjudgeable(JSON, "anything") is None
 
 
 # --- regex --------------------------------------------------------------------------------------
@@ -139,6 +203,8 @@ def test_numeric_tolerance(atol, rtol, expected, actual, passes):
 
 def test_numeric_tolerance_with_a_non_numeric_expected_output_is_an_error():
     outcome = judge(NumericToleranceCheck(type="numeric_tolerance"), "n/a", "1")
+    assert not outcome.passed and "not a number" in outcome.error
+    outcome = judge(NumericToleranceCheck(type="numeric_tolerance"), "NaN", "1")
     assert not outcome.passed and "not a number" in outcome.error
 
 
@@ -259,3 +325,14 @@ def test_parse_shard_output_tolerates_garbage_and_marks_missing_ids():
     for missing in ("b", "d", "e"):
         assert records[missing]["status"] == "missing" and records[missing]["output"] == ""
     assert "2 records" in records["d"]["stderr_tail"]
+
+
+def test_a_run_judged_under_other_check_rules_is_refused_on_resume():
+    from ratchet.core.errors import DataError
+    from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
+
+    refuse_other_checks_version(CHECKS_VERSION)
+    for old in (None, 1, CHECKS_VERSION + 1):
+        with pytest.raises(DataError) as info:
+            refuse_other_checks_version(old)
+        assert info.value.code == "examples.checks_version" and info.value.exit_code == 2

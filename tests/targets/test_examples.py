@@ -58,12 +58,18 @@ def test_loads_examples_with_content_ids_and_line_numbers(tmp_path):
     assert loaded.warnings == ()
 
 
-def test_non_string_values_become_canonical_json_text(tmp_path):
+def test_non_string_input_becomes_canonical_json_text_and_expected_keeps_its_json_value(tmp_path):
     path = write_lines(tmp_path / "ex.jsonl", [jline({"b": 1, "a": [1, 2.0]}, 3), jline(None, True)])
     first, second = load_examples(path).examples
     assert first.input == '{"a":[1,2],"b":1}'
-    assert first.expected_output == "3"
-    assert (second.input, second.expected_output) == ("null", "true")
+    assert first.expected_output == 3 and not isinstance(first.expected_output, str)
+    assert (second.input, second.expected_output) == ("null", True)
+
+
+def test_the_string_3_and_the_number_3_are_different_examples(tmp_path):
+    path = write_lines(tmp_path / "ex.jsonl", [jline("a", "3"), jline("b", 3)])
+    first, second = load_examples(path).examples
+    assert first.id == example_id("a", "3") != example_id("a", 3)
 
 
 def test_optional_id_is_kept_as_name_and_does_not_change_the_content_id(tmp_path):
@@ -112,6 +118,47 @@ def test_many_malformed_lines_all_have_their_numbers_in_the_message(tmp_path):
         load_examples(path)
     assert "120 lines are malformed" in info.value.message
     assert "120" in info.value.message.split("more on lines")[1]
+
+
+def test_numbers_json_readers_cannot_hold_and_deep_nesting_are_malformed_lines(tmp_path):
+    deep = '{"input": ' + "[" * 100_000 + "]" * 100_000 + ', "expected_output": "x"}'
+    lines = [
+        jline("ok", "OK"),                                            # 1 fine
+        '{"input": "big", "expected_output": 9007199254740993}',      # 2 beyond 2**53 - 1
+        '{"input": "huge", "expected_output": 1e400}',                # 3 overflows to inf
+        deep,                                                         # 4 RecursionError in json
+        '{"input": "deep", "expected_output": ' + "[" * 65 + "]" * 65 + "}",  # 5 65 levels
+        '{"input": [-9007199254740992], "expected_output": "y"}',     # 6 in the input
+        jline("edge", 9007199254740991),                              # 7 fine: 2**53 - 1
+    ]
+    path = write_lines(tmp_path / "ex.jsonl", lines)
+    with pytest.raises(DataError) as info:
+        load_examples(path)
+    message = info.value.message
+    assert info.value.code == "examples.malformed" and str(path) in message
+    assert "5 lines are malformed" in message, message
+    for number in (2, 3, 4, 5, 6):
+        assert f"line {number}:" in message, (number, message)
+    assert "line 1:" not in message and "line 7:" not in message
+    assert "beyond 2**53 - 1" in message and "infinity" in message and "nested" in message
+
+
+def test_lines_sharing_one_user_id_are_each_reported(tmp_path):
+    lines = [jline(f"in{i}", f"out{i}", id="same") for i in range(40)] + [jline("solo", "S", id="other")]
+    path = write_lines(tmp_path / "ex.jsonl", lines)
+    with pytest.raises(DataError) as info:
+        load_examples(path)
+    message = info.value.message
+    assert "39 lines are malformed" in message
+    assert "line 2: id 'same' is already used on line 1" in message
+    for number in range(2, 41):
+        assert f"line {number}:" in message or f" {number}," in message or message.endswith(f" {number}")
+    assert "line 41" not in message
+
+
+def test_an_exact_duplicate_line_with_its_id_is_dropped_not_refused(tmp_path):
+    path = write_lines(tmp_path / "ex.jsonl", [jline("a", "A", id="x"), jline("a", "A", id="x")])
+    assert load_examples(path).dropped_lines == (2,)
 
 
 def test_exact_duplicates_are_dropped_with_a_warning(tmp_path):

@@ -16,7 +16,8 @@ from ratchet.core.unsupported import unsupported_settings
 
 def check_report(directory: Path) -> dict[str, Any]:
     """Load and validate the contract in `directory`; return a summary dict with keys
-    contract, target, scope, agent, gate, budget, sandbox, warnings, unsupported.
+    contract, target, scope, agent, gate, budget, sandbox, warnings, unsupported, plus
+    `scope_imports` (benchmark) or `examples` (examples).
 
     Raises ContractError (exit 2) for an invalid contract.
     """
@@ -36,6 +37,9 @@ def check_report(directory: Path) -> dict[str, Any]:
             "before its first trial; raise it or use fewer gate.units"
         )
     extra: dict[str, Any] = {}
+    if contract.target.kind == "benchmark":
+        extra["scope_imports"] = scope_import_summary(contract, loaded.root)
+        warnings.extend(_scope_import_warning(extra["scope_imports"]))
     if contract.target.kind == "examples":
         extra["examples"] = examples_summary(contract, loaded.root, gate["levels"][0]["level"])
         warnings.extend(extra["examples"].pop("warnings"))
@@ -58,6 +62,25 @@ def check_report(directory: Path) -> dict[str, Any]:
         "warnings": warnings,
         "unsupported": [e.to_json() for e in unsupported_settings(contract)],
     }
+
+
+def scope_import_summary(contract: Contract, root: Path) -> list[dict[str, str]]:
+    """The imports of modules in `scope.allowed` by a `python FILE` benchmark (transitively):
+    [{"importer", "module", "allowed"}] (see targets.imports.scope_imports)."""
+    from ratchet.targets.imports import scope_imports
+
+    found = scope_imports(contract.target.command or "", root, contract.scope.allowed)
+    return [{"importer": f.importer, "module": f.module, "allowed": f.allowed} for f in found]
+
+
+def _scope_import_warning(found: list[dict[str, str]]) -> list[str]:
+    if not found:
+        return []
+    what = ", ".join(f"{f['importer']} imports {f['module']} (scope.allowed {f['allowed']!r})" for f in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    return [f"the benchmark runs code a candidate may change inside its own process: {what}{more}. Scope "
+            "protects files, not a process: that code can change what the benchmark prints. Run candidate "
+            "code in a subprocess and compute the metric in the protected benchmark (docs/threat-model.md)"]
 
 
 def _agent_detail(contract: Contract) -> dict[str, Any]:
@@ -121,12 +144,17 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
 
 def examples_summary(contract: Contract, root: Path, first_level: float) -> dict[str, Any]:
     """Split sizes, duplicates dropped, the smallest pass-rate gain val can detect at the first
-    trial's level with 80% power, and warnings (small splits, an unreachable gate.target).
+    trial's level with 80% power, `check_errors` (per check, the examples it can never judge: see
+    targets.examples.never_judged), and warnings (small splits, an unreachable gate.target,
+    examples that will always be a check_error, JSON text held in strings under json_equality).
     Raises DataError (examples.*) for a bad examples file."""
     from ratchet.targets.examples import (
+        MAX_LINES_LISTED,
         clamp_looks,
+        json_text_strings,
         load_examples,
         mde_binary,
+        never_judged,
         split_examples,
         split_warnings,
         target_unreachable,
@@ -140,8 +168,26 @@ def examples_summary(contract: Contract, root: Path, first_level: float) -> dict
     unreachable = target_unreachable(contract.gate.target, len(split.val))
     if unreachable:
         warnings.append(unreachable)
+    checks = contract.target.checks or []
+    check_errors = never_judged(data.examples, checks)
+    for finding in check_errors:
+        warnings.append(
+            f"{finding['count']} example(s) will always be a check_error for check {finding['check'] + 1} "
+            f"({finding['type']}; lines {_lines(finding['lines'], finding['count'])}): {finding['reason']}")
+    as_strings = json_text_strings(data.examples, checks)
+    if as_strings:
+        warnings.append(
+            f"{len(as_strings)} expected output(s) are JSON strings holding JSON text (lines "
+            f"{_lines(as_strings[:MAX_LINES_LISTED], len(as_strings))}): json_equality compares them as "
+            "strings; to expect the array, object or number itself, write it without the quotes "
+            "(see docs/examples-checks.md)")
     return {
         "total": len(data), "duplicates_dropped": len(data.dropped_lines), **split.sizes(),
         "looks": list(looks), "mde_first_trial": None if mde == float("inf") else mde,
-        "confirm_applies": False, "warnings": warnings,
+        "confirm_applies": False, "check_errors": check_errors, "warnings": warnings,
     }
+
+
+def _lines(shown: list[int], total: int) -> str:
+    text = ", ".join(str(n) for n in shown)
+    return text + (f" and {total - len(shown)} more" if total > len(shown) else "")

@@ -1,10 +1,15 @@
-"""`ratchet init`: a contract with every key of DESIGN.md §4 on its own line (defaults shown) and
-minimal working files for a `benchmark` or an `examples` target.
+"""`ratchet init`: a contract with every key on its own line (defaults shown, see docs/guide.md) and
+small working files for a `benchmark` or an `examples` target.
+
+The benchmark scaffold ships the safe pattern of docs/threat-model.md: the protected `bench.py`
+runs the candidate's `solve.py` in a subprocess and computes the metric itself. The examples
+scaffold ships EXAMPLE_COUNT examples, enough for a real promotion under the default gate.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Literal
 
@@ -68,8 +73,8 @@ seed = 0                 # master seed: splits, search and (with a per-run salt)
 [target]
 kind = "benchmark"       # benchmark | examples
 command = "python3 bench.py"  # run in a clean checkout of the variant's tree
-metric = "score"         # key in the LAST single-line JSON object on stdout
-direction = "max"        # max | min
+metric = "error"         # key in the LAST single-line JSON object on stdout
+direction = "min"        # max | min
 seed_env = "RATCHET_SEED" # env var carrying the unit's seed
 timeout_s = 600          # per job
 cache = true             # reuse a measurement with identical inputs (false for timing metrics)
@@ -88,37 +93,80 @@ split = [0.6, 0.2, 0.2]  # dev / val / test
 direction = "max"        # max | min
 timeout_s = 600          # per example
 cache = true             # reuse a measurement with identical inputs
-[[target.checks]]        # >= 1; all must pass
+[[target.checks]]        # >= 1; all must pass (what each compares: docs/examples-checks.md)
 type = "exact_match"     # exact_match | normalized_match | json_equality | regex_match | numeric_tolerance | custom
 """
 
 BENCH_PY = '''\
-"""A tiny benchmark: reads params.toml, prints {"score": ...} for the seed in RATCHET_SEED."""
+"""The protected benchmark: it makes the task, runs the candidate's code in a SUBPROCESS and
+computes the metric itself, so nothing a candidate changes runs inside this process (scope
+protects files, not a process: see Ratchet's docs/threat-model.md).
+
+The task: estimate the centre of 200 points, 15% of them outliers on one side. The seed in
+RATCHET_SEED draws the data; solve.py (which candidates may change) prints its estimate; the
+metric is the absolute error. The child gets neither the seed nor the true centre.
+"""
 import json
 import os
 import random
-import tomllib
+import subprocess
+import sys
 
-with open("params.toml", "rb") as f:
-    params = tomllib.load(f)
-rng = random.Random(int(os.environ.get("RATCHET_SEED", "0")))
-x = float(params["x"])
-score = 1.0 - (x - 3.0) ** 2 / 10.0 + rng.gauss(0.0, 0.05)
-print(json.dumps({"score": score}))
+rng = random.Random(int(os.environ["RATCHET_SEED"]))
+centre = rng.uniform(-10.0, 10.0)
+points = [rng.gauss(centre, 1.0) if rng.random() >= 0.15 else rng.gauss(centre + 30.0, 5.0) for _ in range(200)]
+
+child_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # no seed, no secrets
+run = subprocess.run([sys.executable, "solve.py"], input=json.dumps(points), capture_output=True, text=True,
+                     timeout=60, env=child_env)
+if run.returncode != 0:
+    sys.exit(f"solve.py failed (exit {run.returncode}): {run.stderr[-500:]}")
+estimate = float(run.stdout.strip().splitlines()[-1])  # no number: this job fails, it never scores
+print(json.dumps({"error": abs(estimate - centre)}))
 '''
 
-SOLUTION_PY = '''\
-"""Reads one input on stdin, prints the output. Ratchet's candidates improve this file."""
+SOLVE_PY = '''\
+"""The candidate's code: reads a JSON list of numbers on stdin, prints one estimate of their
+centre. Ratchet's candidates change this file or the `trim` in params.toml."""
+import json
 import sys
 import tomllib
 
 with open("params.toml", "rb") as f:
-    params = tomllib.load(f)
-text = sys.stdin.read()
-print(text.upper() if params.get("upper") else text)
+    trim = float(tomllib.load(f)["trim"])  # fraction dropped from each end before averaging
+values = sorted(json.load(sys.stdin))
+cut = int(len(values) * trim)
+kept = values[cut: len(values) - cut] or values
+print(sum(kept) / len(kept))
 '''
 
-_EXAMPLE_ROWS = [("hello", "HELLO"), ("ratchet", "RATCHET"), ("paired test", "PAIRED TEST")]
+SOLUTION_PY = '''\
+"""Reads one input on stdin, prints the output. Ratchet's candidates change this file or params.toml."""
+import sys
+import tomllib
+
+with open("params.toml", "rb") as f:
+    case = tomllib.load(f)["case"]
+text = sys.stdin.read()
+print({"upper": text.upper(), "lower": text.lower(), "title": text.title()}.get(case, text))
+'''
+
+EXAMPLE_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
+
+EXAMPLE_COUNT = 200
+"""Examples the `--kind examples` scaffold writes. With split [0.6, 0.2, 0.2], val and test get 40
+each: under the default gate, trial 1 can accept at its first look (10 val examples, smallest
+McNemar p 0.5**10 below the look's increment) and the holdout on test has 40 pairs."""
+
+
+def example_rows(count: int = EXAMPLE_COUNT) -> str:
+    """The scaffold's examples as JSONL text: `count` distinct mixed-case phrases, each expected
+    back in upper case."""
+    rows = []
+    for i in range(count):
+        phrase = f"{EXAMPLE_WORDS[i % 10].capitalize()} {EXAMPLE_WORDS[(i // 10) % 10]} {i}"
+        rows.append(json.dumps({"input": phrase, "expected_output": phrase.upper()}) + "\n")
+    return "".join(rows)
 
 
 def scaffold(directory: Path, kind: Kind, name: str | None = None) -> list[Path]:
@@ -140,18 +188,17 @@ def scaffold(directory: Path, kind: Kind, name: str | None = None) -> list[Path]
     if kind == "benchmark":
         head = BENCHMARK_CONTRACT.format(name=name)
         tail = _COMMON_TAIL.format(
-            allowed='["params.toml"]', protected='["bench.py"]',
-            space='x = { type = "float", low = 0.0, high = 10.0 }',
+            allowed='["solve.py", "params.toml"]', protected='["bench.py"]',
+            space='trim = { type = "float", low = 0.0, high = 0.45 }',
         )
-        files = {"bench.py": BENCH_PY, "params.toml": "x = 1.0\n"}
+        files = {"bench.py": BENCH_PY, "solve.py": SOLVE_PY, "params.toml": "trim = 0.0\n"}
     else:
         head = EXAMPLES_CONTRACT.format(name=name)
         tail = _COMMON_TAIL.format(
             allowed='["solution.py", "params.toml"]', protected="[]",
-            space='upper = { type = "categorical", choices = [true, false] }',
+            space='case = { type = "categorical", choices = ["keep", "upper", "lower", "title"] }',
         ).replace("cumulative paired units", "cumulative val examples")
-        rows = "".join(json.dumps({"input": i, "expected_output": o}) + "\n" for i, o in _EXAMPLE_ROWS)
-        files = {"solution.py": SOLUTION_PY, "params.toml": "upper = false\n", "data/examples.jsonl": rows}
+        files = {"solution.py": SOLUTION_PY, "params.toml": 'case = "keep"\n', "data/examples.jsonl": example_rows()}
     written = []
     with open(contract, "x", encoding="utf-8") as f:
         f.write(head + tail)
@@ -171,12 +218,29 @@ def _safe_name(text: str) -> str:
     return cleaned or "project"
 
 
+def next_steps(directory: Path) -> list[str]:
+    """The commands to run after `ratchet init DIRECTORY`, in order: commit (a run measures the
+    committed tree, so it needs a git repository with a commit), check, run."""
+    where = shlex.quote(str(directory))
+    return [
+        f"git -C {where} init -q && git -C {where} add -A && git -C {where} commit -qm 'ratchet init'",
+        f"ratchet check {where}",
+        f"ratchet run {where}",
+    ]
+
+
 def init_project(directory: Path, kind: str) -> dict[str, object]:
-    """`ratchet init`: validate `kind`, scaffold, and return {"directory", "kind", "written": [paths]}.
+    """`ratchet init`: validate `kind`, scaffold, and return {"directory", "kind", "written":
+    [paths], "next": [commands], "note"}.
 
     Raises DataError `init.bad_kind` for an unknown kind, `init.exists` (see scaffold).
     """
     if kind not in ("benchmark", "examples"):
         raise DataError("init.bad_kind", f"--kind {kind!r} is not a target kind", hint="use benchmark or examples")
     written = scaffold(directory, kind)  # type: ignore[arg-type]
-    return {"directory": str(directory), "kind": kind, "written": [str(p) for p in written]}
+    return {
+        "directory": str(directory), "kind": kind, "written": [str(p) for p in written],
+        "next": next_steps(directory),
+        "note": "`ratchet run` measures the committed tree (HEAD), never the working tree: commit these "
+                "files first (in an existing repository: git add and git commit them)",
+    }

@@ -91,13 +91,14 @@ class CampaignSection(_Model):
 
 
 class ExactMatchCheck(_Model):
-    """Output equals the expected output exactly (after one trailing newline is stripped)."""
+    """Output equals the expected string exactly (one trailing newline ignored on each side; a
+    non-string expected value is a check_error). Semantics: docs/examples-checks.md."""
 
     type: Literal["exact_match"]
 
 
 class NormalizedMatchCheck(_Model):
-    """Outputs equal after the enabled normalizations."""
+    """Output and expected string equal after the enabled normalizations."""
 
     type: Literal["normalized_match"]
     lowercase: bool = True
@@ -106,7 +107,8 @@ class NormalizedMatchCheck(_Model):
 
 
 class JsonEqualityCheck(_Model):
-    """Both parse as JSON and are equal by JSON type (`true` never equals `1`)."""
+    """The output parses as JSON and equals the expected JSON value by JSON type (`true` never
+    equals `1`; a string expected value is a JSON string, not JSON text)."""
 
     type: Literal["json_equality"]
 
@@ -130,7 +132,8 @@ class RegexMatchCheck(_Model):
 
 
 class NumericToleranceCheck(_Model):
-    """|actual - expected| <= atol + rtol * |expected|, both parsed as numbers."""
+    """|actual - expected| <= atol + rtol * |expected|: expected a JSON number (or a string holding
+    one), the output an ASCII decimal number."""
 
     type: Literal["numeric_tolerance"]
     atol: Annotated[float, Field(ge=0)] = 0.0

@@ -1,5 +1,6 @@
 """Reading `ratchet.toml`: TOML parsing, validation into `Contract`, and errors that name the key path
-and line (DESIGN.md §4). Every failure is a ContractError (exit code 2).
+and line (docs/guide.md). Every failure is a ContractError (exit code 2); a contract with several
+invalid keys gets one error listing all of them.
 """
 
 from __future__ import annotations
@@ -79,23 +80,37 @@ def parse_contract(text: str, source: str = CONTRACT_FILE) -> Contract:
         raise _contract_error(exc, text, source) from None
 
 
+MAX_ERRORS_SHOWN = 20  # validation errors spelled out in one contract error message
+
+
 def _contract_error(exc: ValidationError, text: str, source: str) -> ContractError:
-    first = exc.errors()[0]
-    loc = _clean_loc(first["loc"])
+    """Every validation error of the contract in one ContractError: the first error's code (tests
+    and --json users match on it), each error's `file:line: key: what` in the message, one per
+    line, and the hints of all of them."""
+    found = [_describe(e, text, source) for e in exc.errors()]
+    code = found[0][0]
+    if len(found) == 1:
+        return ContractError(code, found[0][1], hint=found[0][2])
+    shown = found[:MAX_ERRORS_SHOWN]
+    more = f"\n  and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
+    message = f"{source}: {len(found)} errors:\n" + "\n".join(f"  {m}" for _, m, _ in shown) + more
+    hints = list(dict.fromkeys(h for _, _, h in shown if h))
+    return ContractError(code, message, hint="; ".join(hints) or None)
+
+
+def _describe(error: Any, text: str, source: str) -> tuple[str, str, str | None]:
+    """(code, message, hint) of one pydantic error: the key path and, when found, its line."""
+    loc = _clean_loc(error["loc"])
     key = _key_path(loc)
     line = _find_line(text, loc)
     where = f"{source}:{line}" if line else source
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    kind = first["type"]
+    kind = error["type"]
     if kind == "extra_forbidden":
-        hint = _did_you_mean(loc)
-        return ContractError("contract.unknown_key", f"{where}: {key} is not a known key{more}", hint=hint)
+        return "contract.unknown_key", f"{where}: {key} is not a known key", _did_you_mean(loc)
     if kind == "missing":
-        return ContractError(
-            "contract.missing_key", f"{where}: {key} is required{more}", hint="see DESIGN.md §4 or `ratchet init`"
-        )
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return ContractError("contract.invalid", f"{where}: {key or 'contract'}: {message}{more}")
+        return "contract.missing_key", f"{where}: {key} is required", "see docs/guide.md or `ratchet init`"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return "contract.invalid", f"{where}: {key or 'contract'}: {message}", None
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -134,10 +149,12 @@ def _did_you_mean(loc: tuple[Any, ...]) -> str | None:
         field = model.model_fields.get(part)
         model = _model_of(field.annotation) if field else None
     if model is None:
-        return "remove it; see DESIGN.md §4 for the keys"
+        return "remove it; docs/guide.md lists the keys"
     close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
     parent = _key_path(loc[:-1])
-    return f"did you mean {parent + '.' if parent else ''}{close[0]}?" if close else "remove it; see DESIGN.md §4"
+    if not close:
+        return "remove it; docs/guide.md lists the keys"
+    return f"did you mean {parent + '.' if parent else ''}{close[0]}?"
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

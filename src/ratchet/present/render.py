@@ -2,10 +2,39 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+PIPE_WIDTH = 200
+"""Columns a console writes when its output is not a terminal (a file, a pipe) and COLUMNS is not
+set: wide enough that lines and tables are not wrapped at rich's default of 80."""
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A rich Console for stdout (or stderr). On a terminal it wraps at the terminal's width; piped
+    to a file or a program it does not wrap text (soft wrap) and lays tables out PIPE_WIDTH wide
+    (COLUMNS, when set, wins)."""
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal:
+        console.soft_wrap = True
+        if not os.environ.get("COLUMNS"):
+            console.width = PIPE_WIDTH
+    return console
+
+
+def render_init(out: Console, r: dict[str, Any]) -> None:
+    """`ratchet init` for people: the files written, the note that a run measures the committed
+    tree, and the next commands."""
+    for path in r["written"]:
+        out.print(f"wrote {escape(path)}")
+    out.print(f"note: {escape(r['note'])}")
+    out.print("next:")
+    for command in r["next"]:
+        out.print(f"  [bold]{escape(command)}[/]")
 
 
 def fmt_num(value: float | None, digits: int = 4) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from ratchet.core.contract import (
     CustomCheck,
@@ -27,6 +27,7 @@ from ratchet.core.contract import (
     NumericToleranceCheck,
     RegexMatchCheck,
 )
+from ratchet.core.errors import DataError
 from ratchet.targets.shard_runner import STATUSES, ProcessResult, run_process
 
 AnyCheck = (
@@ -34,6 +35,16 @@ AnyCheck = (
     | RegexMatchCheck | NumericToleranceCheck | CustomCheck
 )
 """Any `[[target.checks]]` model."""
+
+CHECKS_VERSION = 2
+"""The version of the checks' ids and semantics (docs/examples-checks.md). Recorded in
+`run.started`; a run recorded under another version is refused on resume. 1: expected outputs
+were text (non-string values coerced, a string read as JSON text by json_equality, Unicode digits
+accepted). 2: expected outputs keep their JSON type, one trailing newline ignored on each side of a
+text check, ASCII digits only."""
+
+JsonType = Literal["string", "number", "boolean", "null", "array", "object"]
+"""The JSON type of a value, as the checks' table in docs/examples-checks.md names them."""
 
 REASON_CHARS = 500  # characters of a failure reason kept (custom stderr, quoted outputs)
 CUSTOM_OUTPUT_CAP = 64 * 1024  # bytes of a custom check's stdout read (it is ignored anyway)
@@ -60,8 +71,8 @@ class CheckResult(NamedTuple):
 class CheckOutcome:
     """All checks on one example. `passed`: every check passed and none errored; `per_check`: one
     CheckResult per check, in contract order; `error`: set when a check could not judge (a custom
-    script crashed or timed out, an expected output that is not JSON or not a number): the example
-    then counts as failed and the error is reported."""
+    script crashed or timed out, an expected output of a JSON type the check cannot judge): the
+    example then counts as failed (status `check_error`) and the error is reported."""
 
     passed: bool
     per_check: tuple[CheckResult, ...]
@@ -76,12 +87,51 @@ def _clip(text: str) -> str:
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
 
 
+def json_type(value: Any) -> JsonType:
+    """The JSON type name of a parsed JSON value: string, number, boolean, null, array or object."""
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if value is None:
+        return "null"
+    return "array" if isinstance(value, list) else "object"
+
+
+def strip_one_newline(text: str) -> str:
+    """`text` without ONE trailing "\n" or "\r\n" (the trailing newline rule: the shard runner
+    strips one from the solution's stdout, and the text checks strip one from a string expected
+    output, so `print(answer)` matches "answer" and "answer\n" alike)."""
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text[:-1] if text.endswith("\n") else text
+
+
+def expected_text(check_type: str, expected: Any) -> str:
+    """The expected output of a text check (exact_match, normalized_match): a JSON string, one
+    trailing newline stripped. Raises _CheckError for any other JSON type: a text check never
+    guesses how a number or an object should have been written (1.0 is not "1")."""
+    if isinstance(expected, str):
+        return strip_one_newline(expected)
+    raise _CheckError(f"{check_type} compares text, but the expected output is a JSON {json_type(expected)} "
+                      f"({_clip(_dumps(expected))}): write it as a JSON string, or use json_equality "
+                      "or numeric_tolerance")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 # --- the pure checks ------------------------------------------------------------------------------
 
 
-def exact_match(expected: str, actual: str) -> str:
-    """"" when equal character for character, else the reason."""
-    return "" if actual == expected else f"output {_clip(repr(actual))} != expected {_clip(repr(expected))}"
+def exact_match(expected: Any, actual: str) -> str:
+    """"" when the output equals the expected string character for character (one trailing
+    newline ignored on each side), else the reason. Raises _CheckError for a non-string expected."""
+    want = expected_text("exact_match", expected)
+    return "" if actual == want else f"output {_clip(repr(actual))} != expected {_clip(repr(want))}"
 
 
 def normalize(text: str, check: NormalizedMatchCheck) -> str:
@@ -96,9 +146,10 @@ def normalize(text: str, check: NormalizedMatchCheck) -> str:
     return text
 
 
-def normalized_match(check: NormalizedMatchCheck, expected: str, actual: str) -> str:
-    """"" when the normalized outputs are equal, else the reason."""
-    a, e = normalize(actual, check), normalize(expected, check)
+def normalized_match(check: NormalizedMatchCheck, expected: Any, actual: str) -> str:
+    """"" when the normalized output equals the normalized expected string, else the reason.
+    Raises _CheckError for a non-string expected."""
+    a, e = normalize(actual, check), normalize(expected_text("normalized_match", expected), check)
     return "" if a == e else f"normalized output {_clip(repr(a))} != {_clip(repr(e))}"
 
 
@@ -113,30 +164,39 @@ def _parse_json(text: str) -> Any:
 def json_equal(a: Any, b: Any) -> bool:
     """Equality by JSON type, recursively. Booleans equal only booleans (`true` never equals `1`);
     numbers compare by value whatever their form (`1` equals `1.0` and `1e0`); strings, null,
-    arrays (in order) and objects (same keys, values equal) as in JSON."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
+    arrays (in order) and objects (same keys, values equal) as in JSON. Iterative, so any depth
+    of nesting is safe."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, bool) or isinstance(y, bool):
+            if not (isinstance(x, bool) and isinstance(y, bool) and x == y):
+                return False
+        elif isinstance(x, int | float) and isinstance(y, int | float):
+            if x != y:
+                return False
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif not (type(x) is type(y) and x == y):
+            return False
+    return True
 
 
-def json_equality(expected: str, actual: str) -> str:
-    """"" when both parse as JSON and are json_equal, else the reason. An unparsable actual output
-    fails; an unparsable expected output raises _CheckError (the data is wrong, not the output)."""
-    try:
-        want = _parse_json(expected)
-    except ValueError as exc:
-        raise _CheckError(f"json_equality: the expected output is not JSON ({exc})") from None
+def json_equality(expected: Any, actual: str) -> str:
+    """"" when the output parses as JSON and is json_equal to the expected JSON value, else the
+    reason. The expected value is compared as it is: a JSON string expects the output to be that
+    string JSON-encoded (`"ok"` with its quotes), never JSON text to be parsed again."""
     try:
         got = _parse_json(actual)
     except (ValueError, RecursionError) as exc:
         return f"output is not JSON ({_clip(str(exc))})"
-    return "" if json_equal(want, got) else f"JSON output {_clip(actual)} != expected {_clip(expected)}"
+    return "" if json_equal(expected, got) else f"JSON output {_clip(actual)} != expected {_clip(_dumps(expected))}"
 
 
 @lru_cache(maxsize=64)
@@ -153,23 +213,34 @@ def regex_match(check: RegexMatchCheck, actual: str) -> str:
     return "" if hit else f"pattern {check.pattern!r} does not {how} output {_clip(repr(actual))}"
 
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
+                     re.IGNORECASE | re.ASCII)
 
 
 def parse_number(text: str) -> float | None:
-    """A decimal number (surrounding whitespace allowed; `inf`/`nan` spelled out), else None.
-    Python-only forms (`1_000`, hex) are not numbers here."""
-    stripped = text.strip()
+    """A decimal number written with ASCII digits (surrounding ASCII whitespace allowed;
+    `inf`/`nan` spelled out), else None. Other scripts' digits (Arabic-Indic, fullwidth), `1_000`
+    and hex are not numbers here."""
+    stripped = text.strip(" \t\r\n")
     return float(stripped) if _NUMBER.fullmatch(stripped) else None
 
 
-def numeric_tolerance(check: NumericToleranceCheck, expected: str, actual: str) -> str:
-    """"" when |actual - expected| <= atol + rtol * |expected|, else the reason. A non-numeric or
-    NaN output fails; equal infinities pass, any other infinity fails. A non-numeric or NaN
-    expected output raises _CheckError."""
-    want = parse_number(expected)
+def expected_number(expected: Any) -> float:
+    """The expected value of numeric_tolerance: a JSON number, or a JSON string holding an ASCII
+    decimal number. Raises _CheckError for anything else (a boolean, null, an array, NaN)."""
+    if isinstance(expected, int | float) and not isinstance(expected, bool):
+        return float(expected)
+    want = parse_number(expected) if isinstance(expected, str) else None
     if want is None or math.isnan(want):
-        raise _CheckError(f"numeric_tolerance: the expected output {_clip(repr(expected))} is not a number")
+        raise _CheckError(f"numeric_tolerance: the expected output {_clip(_dumps(expected))} is not a number")
+    return want
+
+
+def numeric_tolerance(check: NumericToleranceCheck, expected: Any, actual: str) -> str:
+    """"" when |actual - expected| <= atol + rtol * |expected|, else the reason. A non-numeric or
+    NaN output fails; equal infinities pass, any other infinity fails. Raises _CheckError when the
+    expected value is not a number (see expected_number)."""
+    want = expected_number(expected)
     got = parse_number(actual)
     if got is None:
         return f"output {_clip(repr(actual))} is not a number"
@@ -182,6 +253,34 @@ def numeric_tolerance(check: NumericToleranceCheck, expected: str, actual: str) 
     return "" if gap <= bound else f"|{got!r} - {want!r}| = {gap:.6g} > {bound:.6g}"
 
 
+def unjudgeable(check: AnyCheck, expected: Any) -> str | None:
+    """Why `check` can never judge an example whose expected output is `expected` (every run of it
+    would be a check_error), or None. Pure: what `ratchet check` counts before any run."""
+    try:
+        if isinstance(check, ExactMatchCheck | NormalizedMatchCheck):
+            expected_text(check.type, expected)
+        elif isinstance(check, NumericToleranceCheck):
+            expected_number(expected)
+    except _CheckError as exc:
+        return str(exc)
+    return None
+
+
+def refuse_other_checks_version(recorded: int | None) -> None:
+    """Refuse to resume an examples run judged under other check rules. `recorded`: the
+    CHECKS_VERSION in the run's `run.started` (None: a run recorded before the version was, i.e.
+    version 1). Raises DataError `examples.checks_version` (exit 2) when it differs from this
+    build's CHECKS_VERSION."""
+    version = 1 if recorded is None else recorded
+    if version != CHECKS_VERSION:
+        raise DataError(
+            "examples.checks_version",
+            f"this run was judged under examples-check rules version {version}; this build judges under "
+            f"version {CHECKS_VERSION}, so its verdicts would mix two sets of rules",
+            hint="start a new run (docs/examples-checks.md#versions-of-these-rules says what changed)",
+        )
+
+
 # --- the custom check -----------------------------------------------------------------------------
 
 
@@ -192,10 +291,12 @@ def default_script_runner(argv: list[str], stdin_data: bytes, timeout_s: float, 
     return run_process(argv, stdin_data, timeout_s, CUSTOM_OUTPUT_CAP, cwd=str(cwd), env=env)
 
 
-def custom(check: CustomCheck, input_text: str, expected: str, actual: str, project_root: Path,
+def custom(check: CustomCheck, input_text: str, expected: Any, actual: str, project_root: Path,
            run_script: ScriptRunner) -> str:
     """Run `check.script` (relative to project_root) as [sys.executable, script] with JSON
-    {"input", "expected_output", "actual_output"} on stdin. Exit 0: "" (pass); exit 1: the stderr
+    {"input", "expected_output", "actual_output"} on stdin: `input` the text the solution read,
+    `expected_output` the JSON value as given in the examples file, `actual_output` the output
+    (one trailing newline stripped). Exit 0: "" (pass); exit 1: the stderr
     tail as the reason. A missing script, any other exit code, a signal or a timeout raises
     _CheckError."""
     script = (project_root / check.script).resolve()
@@ -223,7 +324,7 @@ def custom(check: CustomCheck, input_text: str, expected: str, actual: str, proj
 # --- all checks -----------------------------------------------------------------------------------
 
 
-def _judge(check: AnyCheck, input_text: str, expected: str, actual: str, project_root: Path,
+def _judge(check: AnyCheck, input_text: str, expected: Any, actual: str, project_root: Path,
            run_script: ScriptRunner) -> str:
     if isinstance(check, ExactMatchCheck):
         return exact_match(expected, actual)
@@ -240,10 +341,11 @@ def _judge(check: AnyCheck, input_text: str, expected: str, actual: str, project
     raise TypeError(f"unknown check {check!r}")
 
 
-def run_checks(checks: Sequence[AnyCheck], input: str, expected: str, actual: str, *,
+def run_checks(checks: Sequence[AnyCheck], input: str, expected: Any, actual: str, *,
                project_root: Path, run_script: ScriptRunner | None = None) -> CheckOutcome:
     """Judge one example's `actual` output (the solution's stdout, one trailing newline already
-    stripped by the shard runner) against `expected` with every check, in order.
+    stripped by the shard runner) against `expected` (the JSON value of the example's
+    expected_output) with every check, in order. Semantics per JSON type: docs/examples-checks.md.
 
     All checks are evaluated (per_check is complete); the outcome passes only when all pass and
     none errored. The first error is kept in `error` (later ones are in their check's reason).

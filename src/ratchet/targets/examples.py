@@ -12,11 +12,11 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ratchet.core.canonical import canonical_bytes, digest
+from ratchet.core.canonical import MAX_SAFE_INT, canonical_bytes, digest
 from ratchet.core.errors import DataError
 
 SPLITS = ("dev", "val", "test")
@@ -27,19 +27,23 @@ REQUIRED_KEYS = ("input", "expected_output")
 OPTIONAL_KEYS = ("id",)
 MIN_SPLIT_EXAMPLES = 30  # val or test below this many examples: intervals too wide to say much
 MAX_REASONS_SHOWN = 50  # malformed lines whose reason is spelled out in the error message
+MAX_LINES_LISTED = 20  # line numbers listed per finding of `ratchet check`
+MAX_JSON_DEPTH = 64  # nesting levels (arrays and objects) one value of an examples line may have
 Z95 = 1.959963984540054  # standard normal 97.5% quantile (Wilson bound of target_unreachable)
 
 
 @dataclass(frozen=True)
 class Example:
     """One example. `id`: `sha256:<hex>` of the canonical JSON {"input", "expected_output"} (its
-    content, so it survives reordering); `input`, `expected_output`: text (non-string JSON values
-    become canonical JSON text); `line`: 1-based line in the examples file; `name`: the optional
-    user-given "id" of the line, kept for display only."""
+    content, so it survives reordering); `input`: the text the solution reads on stdin (a string as
+    given; any other JSON value as its canonical JSON text); `expected_output`: the JSON value as
+    given in the file (a str, int, float, bool, None, list or dict: the checks judge by its JSON
+    type, see docs/examples-checks.md); `line`: 1-based line in the examples file; `name`: the
+    optional user-given "id" of the line (unique in the file), kept for display only."""
 
     id: str
     input: str
-    expected_output: str
+    expected_output: Any = field(compare=False)  # covered by `id`; a list or dict is unhashable
     line: int
     name: str | None = None
 
@@ -74,13 +78,38 @@ class Split:
 # --- loading --------------------------------------------------------------------------------------
 
 
-def example_id(input_text: str, expected_output: str) -> str:
-    """The content hash of an example: `sha256:<hex>` of canonical {"input", "expected_output"}."""
+def example_id(input_text: str, expected_output: Any) -> str:
+    """The content hash of an example: `sha256:<hex>` of canonical {"input", "expected_output"},
+    with `expected_output` the JSON value (so the string "3" and the number 3 differ)."""
     return digest({"input": input_text, "expected_output": expected_output})
 
 
-def _as_text(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A string as it is; any other JSON value as its canonical (RFC 8785) JSON text."""
     return value if isinstance(value, str) else canonical_bytes(value).decode()
+
+
+def json_value_problem(value: Any) -> str | None:
+    """Why a parsed JSON value cannot be an example's input or expected output, or None.
+
+    Refused: integers beyond +-(2**53 - 1) (JSON readers disagree on them), numbers that overflow to
+    infinity (`1e400`), nesting deeper than MAX_JSON_DEPTH. Walks iteratively, so any depth is safe.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        if isinstance(item, int) and abs(item) > MAX_SAFE_INT:
+            return (f"the integer {str(item)[:30]}{'...' if len(str(item)) > 30 else ''} is beyond 2**53 - 1, "
+                    "which JSON readers cannot hold exactly (write it as a string)")
+        if isinstance(item, float) and not math.isfinite(item):
+            return "a number overflows to infinity (beyond about 1.8e308; write it as a string)"
+        if isinstance(item, list | dict):
+            if depth >= MAX_JSON_DEPTH:
+                return f"a value is nested deeper than {MAX_JSON_DEPTH} levels"
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return None
 
 
 def _reject_constant(name: str) -> Any:
@@ -105,6 +134,8 @@ def _parse_line(raw: bytes, line: int) -> Example | str:
         obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except ValueError as exc:  # JSONDecodeError is a ValueError; so are our hooks' refusals
         return f"not JSON ({exc})"
+    except RecursionError:
+        return f"nested too deeply to read (at most {MAX_JSON_DEPTH} levels)"
     if not isinstance(obj, dict):
         return f"not a JSON object (a {type(obj).__name__})"
     missing = [k for k in REQUIRED_KEYS if k not in obj]
@@ -116,8 +147,25 @@ def _parse_line(raw: bytes, line: int) -> Example | str:
     name = obj.get("id")
     if name is not None and (isinstance(name, bool) or not isinstance(name, str | int)):
         return f"'id' must be a string or an integer, not {type(name).__name__}"
-    inp, exp = _as_text(obj["input"]), _as_text(obj["expected_output"])
+    for key in REQUIRED_KEYS:
+        problem = json_value_problem(obj[key])
+        if problem:
+            return f"{key!r}: {problem}"
+    inp, exp = json_text(obj["input"]), obj["expected_output"]
     return Example(example_id(inp, exp), inp, exp, line, None if name is None else str(name))
+
+
+def _name_clashes(parsed: list[Example]) -> list[tuple[int, str]]:
+    """(line, reason) for every line whose user "id" an earlier line with other content holds."""
+    first: dict[str, Example] = {}
+    bad = []
+    for ex in parsed:
+        if ex.name is None:
+            continue
+        other = first.setdefault(ex.name, ex)
+        if other is not ex and other.id != ex.id:
+            bad.append((ex.line, f"id {_short(ex.name)} is already used on line {other.line}"))
+    return bad
 
 
 def _malformed_error(path: Path, bad: list[tuple[int, str]]) -> DataError:
@@ -148,7 +196,8 @@ def _dedupe(path: Path, parsed: list[Example]) -> ExampleSet:
         other = first_by_input.get(ex.input)
         if other is not None:
             conflicts.append(f"lines {other.line} and {ex.line} give input {_short(ex.input)} "
-                             f"the outputs {_short(other.expected_output)} and {_short(ex.expected_output)}")
+                             f"the outputs {_short(json_text(other.expected_output))} and "
+                             f"{_short(json_text(ex.expected_output))}")
         first_by_id[ex.id] = ex
         first_by_input.setdefault(ex.input, ex)
         kept.append(ex)
@@ -172,11 +221,14 @@ def _short(text: str, limit: int = 60) -> str:
 def load_examples(path: Path) -> ExampleSet:
     """Read a JSONL examples file: one {"input", "expected_output"[, "id"]} object per line.
 
-    Non-string values become their canonical JSON text; blank lines are skipped; a UTF-8 BOM is
-    ignored. Exact duplicates (same input and expected output) are dropped with a warning.
-    Raises DataError: `examples.missing` (no such file), `examples.malformed` (every bad line with
-    its 1-based number and reason, in one error), `examples.conflict` (one input, two expected
-    outputs: both lines listed), `examples.empty` (no examples).
+    A non-string input becomes its canonical JSON text; the expected output keeps its JSON value.
+    Blank lines are skipped; a UTF-8 BOM is ignored. Exact duplicates (same input and expected
+    output) are dropped with a warning. Raises DataError: `examples.missing` (no such file),
+    `examples.malformed` (every bad line with its 1-based number and reason, in one error: not
+    UTF-8, not JSON, not an object, missing or unknown keys, integers beyond 2**53 - 1, numbers
+    overflowing to infinity, nesting deeper than MAX_JSON_DEPTH, a user "id" given to two lines of
+    different content), `examples.conflict` (one input, two expected outputs: both lines listed),
+    `examples.empty` (no examples).
     """
     try:
         data = Path(path).read_bytes()
@@ -195,12 +247,68 @@ def load_examples(path: Path) -> ExampleSet:
             parsed.append(result)
         else:
             bad.append((number, result))
+    bad = sorted(bad + _name_clashes(parsed))
     if bad:
         raise _malformed_error(Path(path), bad)
     if not parsed:
         raise DataError("examples.empty", f"examples file {path} has no examples",
                         hint='add lines like {"input": "...", "expected_output": "..."}')
     return _dedupe(Path(path), parsed)
+
+
+# --- what the checks can judge -------------------------------------------------------------------
+
+
+def never_judged(examples: Iterable[Example], checks: Sequence[Any]) -> list[dict[str, Any]]:
+    """Per check that some examples' expected values can never be judged by (every run of such an
+    example is a `check_error`): [{"check": index, "type", "count", "lines": [first lines], "reason"}],
+    in contract order; [] when every check can judge every example. `checks`: the contract's
+    `[[target.checks]]` models. Pure."""
+    from ratchet.targets.checks import unjudgeable
+
+    out = []
+    for index, check in enumerate(checks):
+        lines, reason = [], None
+        for ex in examples:
+            why = unjudgeable(check, ex.expected_output)
+            if why:
+                lines.append(ex.line)
+                reason = reason or why
+        if lines:
+            out.append({"check": index, "type": check.type, "count": len(lines),
+                        "lines": sorted(lines)[:MAX_LINES_LISTED], "reason": reason})
+    return out
+
+
+def json_text_strings(examples: Iterable[Example], checks: Sequence[Any]) -> list[int]:
+    """Lines whose expected output is a JSON string holding JSON text of another type (`"[1, 2]"`,
+    `"42"`) when a json_equality check is in use: it compares that string as a string
+    (CHECKS_VERSION 2), which is rarely what the author meant. [] without json_equality. Pure."""
+    if not any(getattr(c, "type", None) == "json_equality" for c in checks):
+        return []
+    lines = []
+    for ex in examples:
+        if not isinstance(ex.expected_output, str):
+            continue
+        try:
+            value = json.loads(ex.expected_output)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(value, str):
+            lines.append(ex.line)
+    return lines
+
+
+def status_counts(outcomes: Iterable[tuple[bool, str]]) -> dict[str, int]:
+    """How a variant's examples ended, from `(passed, status)` pairs (what `job.finished` keeps per
+    example): {"passed", "failed" (ran, a check said no), "crash", "timeout", "output_too_large",
+    "missing", "check_error" (a check could not judge)}, every key present."""
+    counts = dict.fromkeys(("passed", "failed", "crash", "timeout", "output_too_large", "missing",
+                            "check_error"), 0)
+    for passed, status in outcomes:
+        key = ("passed" if passed else "failed") if status == "ok" else status
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 # --- splitting ------------------------------------------------------------------------------------

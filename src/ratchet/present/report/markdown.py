@@ -110,12 +110,31 @@ def _splits(splits: Mapping[str, Any]) -> list[str]:
     if rate["val"] is not None and rate["test"] is not None:
         gaps.append(f"val - test = {rate['val'] - rate['test']:+.3f} (selection on val shows up here)")
     out += ["", "Gaps: " + ("; ".join(gaps) if gaps else "-") + ".", ""]
+    out += _statuses(splits)
     checks = splits.get("per_check") or {}
     if checks:
         out += ["| check | pass rate |", "|---|---|"] + [f"| {k} | {fmt_num(v)} |" for k, v in checks.items()] + [""]
     out += ["The test score is honest only the first time it is looked at for this dataset: every later "
             "decision informed by it turns test into another val.", ""]
     return out
+
+
+STATUS_LABELS = (("failed", "wrong output"), ("crash", "crashed"), ("timeout", "timed out"),
+                 ("output_too_large", "output too large"), ("missing", "no record"),
+                 ("check_error", "check_error (a check could not judge)"))
+"""How a failed example ended, in the order the report lists them (see targets.examples.status_counts)."""
+
+
+def _statuses(splits: Mapping[str, Any]) -> list[str]:
+    """One line per split whose pass-rate dict carries `statuses` (targets.examples.status_counts):
+    how its failed examples ended, check_error counts included."""
+    out = []
+    for name in ("dev", "val", "test", "test_baseline"):
+        counts = (splits.get(name) or {}).get("statuses")
+        if counts:
+            parts = [f"{counts[key]} {label}" for key, label in STATUS_LABELS if counts.get(key)]
+            out.append(f"- {name.replace('_', ' ')}: " + (", ".join(parts) if parts else "no failures"))
+    return (["Failed examples, by how they ended:", ""] + out + [""]) if out else []
 
 
 def _gate(gate: Mapping[str, Any], status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,101 @@
+"""`ratchet check`: the scope-import warning (scope protects files, not a process), the examples that
+will always be a check_error, and a malformed examples file (every bad line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import ratchet
+from repo_fixture import CONTRACT
+
+from ratchet.commands.check import check_report
+from ratchet.commands.init import scaffold
+from ratchet.targets.imports import benchmark_script, scope_imports
+
+MODEL_PY = "def predict(x):\n    return x\n"
+
+
+def _project(root: Path, bench: str, allowed: str, files: dict[str, str], command: str = "python3 bench.py") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    contract = CONTRACT.replace('allowed = ["params.toml"]', f"allowed = {allowed}")
+    contract = contract.replace('command = "python3 bench.py"', f"command = {json.dumps(command)}")
+    for rel, text in {"ratchet.toml": contract, "bench.py": bench, "params.toml": "x = 0.0\n", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_check_warns_when_the_benchmark_imports_a_module_in_scope(tmp_path: Path):
+    root = _project(tmp_path / "p", "import json\nfrom model import predict\nprint(json.dumps({'score': 1}))\n",
+                    '["params.toml", "model.py"]', {"model.py": MODEL_PY})
+    report = check_report(root)
+    assert report["scope_imports"] == [{"importer": "bench.py", "module": "model", "allowed": "model.py"}]
+    warning = next(w for w in report["warnings"] if "inside its own process" in w)
+    assert "bench.py imports model" in warning and "docs/threat-model.md" in warning
+
+
+def test_imports_are_followed_through_protected_modules_and_packages(tmp_path: Path):
+    root = _project(tmp_path / "p", "import harness\n", '["params.toml", "pkg/"]', {
+        "harness.py": "from pkg.sub import thing\nimport os\n",
+        "pkg/__init__.py": "",
+        "pkg/sub.py": "from . import helper\nthing = 1\n",
+        "pkg/helper.py": "",
+    })
+    found = {(f.importer, f.module) for f in scope_imports("python3 -u bench.py --fast", root, ["pkg/"])}
+    assert ("harness.py", "pkg.sub") in found and ("harness.py", "pkg") in found
+    assert ("pkg/sub.py", "pkg.helper") in found
+
+
+def test_no_warning_for_the_safe_pattern_or_commands_it_cannot_read(tmp_path: Path):
+    scaffold(tmp_path / "safe", "benchmark")
+    report = check_report(tmp_path / "safe")
+    assert report["scope_imports"] == [] and not any("inside its own process" in w for w in report["warnings"])
+    root = _project(tmp_path / "shell", "from model import predict\n", '["params.toml", "model.py"]',
+                    {"model.py": MODEL_PY}, command="./run.sh && echo done")
+    assert check_report(root)["scope_imports"] == []
+    assert benchmark_script("python3 -m pkg.bench") == ("module", "pkg.bench")
+    assert benchmark_script("python3 -c 'import model'") is None
+    assert benchmark_script("bash bench.py") is None
+
+
+def test_check_counts_examples_that_are_always_a_check_error(tmp_path: Path):
+    scaffold(tmp_path / "e", "examples")
+    data = tmp_path / "e" / "data" / "examples.jsonl"
+    rows = data.read_text().splitlines()
+    rows[3] = json.dumps({"input": "number", "expected_output": 1.0})
+    rows[7] = json.dumps({"input": "object", "expected_output": {"a": 1}})
+    data.write_text("\n".join(rows) + "\n")
+    report = check_report(tmp_path / "e")
+    found = report["examples"]["check_errors"]
+    assert found == [{"check": 0, "type": "exact_match", "count": 2, "lines": [4, 8],
+                      "reason": found[0]["reason"]}]
+    assert "exact_match compares text" in found[0]["reason"]
+    assert any("2 example(s) will always be a check_error" in w and "lines 4, 8" in w for w in report["warnings"])
+
+
+def test_check_warns_about_json_text_held_in_strings_under_json_equality(tmp_path: Path):
+    scaffold(tmp_path / "e", "examples")
+    contract = tmp_path / "e" / "ratchet.toml"
+    contract.write_text(contract.read_text().replace('type = "exact_match"     #', 'type = "json_equality"   #'))
+    data = tmp_path / "e" / "data" / "examples.jsonl"
+    data.write_text(data.read_text() + json.dumps({"input": "list", "expected_output": "[1, 2]"}) + "\n")
+    report = check_report(tmp_path / "e")
+    assert report["examples"]["check_errors"] == []
+    assert any("JSON strings holding JSON text (lines 201)" in w for w in report["warnings"]), report["warnings"]
+
+
+def test_a_malformed_examples_file_is_exit_2_with_every_bad_line(tmp_path: Path):
+    scaffold(tmp_path / "e", "examples")
+    data = tmp_path / "e" / "data" / "examples.jsonl"
+    bad = ['{"input": "big", "expected_output": 9007199254740993}', '{"input": "inf", "expected_output": 1e400}',
+           '{"input": "deep", "expected_output": ' + "[" * 50_000 + "]" * 50_000 + "}"]
+    bad += [json.dumps({"input": f"dup{i}", "expected_output": "X", "id": "same"}) for i in range(40)]
+    data.write_text(data.read_text() + "\n".join(bad) + "\n")
+    code, out, stderr = ratchet("check", str(tmp_path / "e"))
+    assert code == 2 and "Traceback" not in stderr and "RecursionError" not in stderr
+    assert out["error"]["code"] == "examples.malformed"
+    message = out["error"]["message"]
+    assert str(data) in message and "42 lines are malformed" in message
+    for line in (201, 202, 203, 205, 243):
+        assert f"line {line}:" in message or f" {line}," in message or message.endswith(f" {line}"), line

@@ -1,0 +1,114 @@
+"""The docs that ship: README.md and docs/*.md render as intended (tables with markdown-it-py), every
+relative link and anchor resolves inside the repository, and what users read never points at files
+outside it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def _md() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table")
+
+
+def slug(text: str) -> str:
+    """GitHub's heading anchor: lowercase, punctuation dropped (hyphens and underscores kept),
+    spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    tokens = _md().parse(path.read_text(encoding="utf-8"))
+    return {slug(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"}
+
+
+def links(path: Path) -> list[str]:
+    found = []
+    for token in _md().parse(path.read_text(encoding="utf-8")):
+        for child in token.children or ():
+            if child.type == "link_open":
+                found.append(str(child.attrs.get("href", "")))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_resolves_inside_the_repository(page: Path):
+    for href in links(page):
+        assert not re.match(r"^[a-z]+:", href), f"{page.name}: {href} leaves the repository"
+        target, _, anchor = href.partition("#")
+        resolved = (page.parent / target).resolve() if target else page
+        assert resolved.is_relative_to(REPO), f"{page.name}: {href} points outside the repository"
+        assert resolved.exists(), f"{page.name}: {href} does not exist"
+        if anchor:
+            assert resolved.suffix == ".md", f"{page.name}: {href}: an anchor into a non-markdown file"
+            assert anchor in anchors(resolved), f"{page.name}: {href}: no heading #{anchor} in {resolved.name}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_tables_hold_only_table_rows(page: Path):
+    """A table that runs into the next paragraph (a missing blank line) swallows that text as rows."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    tokens = _md().parse("\n".join(lines))
+    tables = [t for t in tokens if t.type == "table_open"]
+    for table in tables:
+        start, end = table.map
+        rows = [line.strip() for line in lines[start:end]]
+        width = rows[0].count("|")
+        for number, row in enumerate(rows, start=start + 1):
+            assert row.startswith("|") and row.endswith("|"), f"{page.name}:{number}: not a table row: {row!r}"
+            cells = len(re.findall(r"(?<!\\)\|", row.replace("`|`", "")))
+            assert cells == width, f"{page.name}:{number}: {cells - 1} cells, the header has {width - 1}"
+    assert tables or page.name not in ("README.md", "examples-checks.md", "agents.md")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_code_fences_are_closed(page: Path):
+    fences = [line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("```")]
+    assert len(fences) % 2 == 0, f"{page.name}: an unclosed code fence"
+
+
+def test_readme_starts_with_exactly_two_commands_after_cloning():
+    tokens = _md().parse((REPO / "README.md").read_text(encoding="utf-8"))
+    first = next(t for t in tokens if t.type == "fence")
+    commands = [line.split("#")[0].strip() for line in first.content.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+
+
+def test_readme_says_how_to_put_ratchet_on_path():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "PATH" in text and ".venv/bin" in text
+
+
+def test_docs_page_is_linked_from_the_guide_or_readme():
+    linked = {href.partition("#")[0] for page in (REPO / "README.md", REPO / "docs" / "guide.md")
+              for href in links(page)}
+    names = {Path(h).name for h in linked}
+    for page in (REPO / "docs").glob("*.md"):
+        assert page.name in names, f"docs/{page.name} is linked from neither README.md nor docs/guide.md"
+
+
+def _strings_users_read(path: Path) -> list[tuple[int, str]]:
+    """String constants of a module that can reach a user (messages, hints, help): every string but
+    the bare expression statements (module, class, function and attribute docstrings)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bare = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in bare]
+
+
+def test_no_message_sends_users_to_a_design_file_outside_the_repository():
+    offenders = []
+    for path in sorted((REPO / "src" / "ratchet").rglob("*.py")):
+        for line, text in _strings_users_read(path):
+            if "DESIGN.md" in text:
+                offenders.append(f"{path.relative_to(REPO)}:{line}: {text[:80]!r}")
+    assert not offenders, "\n".join(offenders)
