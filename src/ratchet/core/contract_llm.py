@@ -105,9 +105,9 @@ class LlmAgentConfig(_Model):
     @classmethod
     def _env_name(cls, value: str) -> str:
         if value and not _ENV_NAME.fullmatch(value):
-            raise ValueError(
-                f"{value!r} is not an environment variable name: api_key_env is the NAME of the "
-                "variable holding the key, never the key itself"
+            raise ValueError(  # the value is not echoed: it may be a pasted key
+                "this is not an environment variable name: api_key_env is the NAME of the variable "
+                "holding the key (e.g. OPENAI_API_KEY), never the key itself"
             )
         return value
 

@@ -255,7 +255,6 @@ def test_the_dollar_budget_stops_exactly_at_its_limit(server, repo, tmp_path, mo
 
 def test_resume_reuses_every_recorded_reply_and_requests_nothing(server, repo, tmp_path, monkeypatch):
     server.default = reply(GOOD)
-    server.script = [reply("no blocks here"), reply(GOOD)]
     agent, git, journal = make_agent(server, repo, tmp_path, monkeypatch, llm_extra="strategy = true\ndirectives = 2",
                                      budget="max_model_calls = 20")
     server.script = [reply('```json\n[{"observation": "o1", "hypothesis": "h1", "try": "t1"},'
