@@ -161,3 +161,18 @@ def test_the_dollar_budget_refuses_a_call_whose_worst_case_does_not_fit(server, 
     assert outcomes.count("ok") == len(server.requests) >= 1
     assert outcomes[-1] == "budget_refused"
     assert client.budget.spent.usd <= 0.5 + 1e-12
+
+
+def test_an_unreachable_server_is_retried_then_a_recorded_connection_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again before the call: nothing listens there
+    cfg = LlmAgentConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key_env="", max_retries=2)
+    waits: list[float] = []
+    client = ChatClient(cfg, ModelBudget(ModelLimits()), DirJournal(tmp_path / "j"), sleep=waits.append,
+                        backoff_base_s=0.5)
+    result = client.call("k", "executor", HELLO)
+    assert result.record.outcome == "connection_error" and f"127.0.0.1:{port}" in result.record.detail
+    assert waits == [0.5, 1.0] and len(result.record.tries) == 3

@@ -99,12 +99,13 @@ class LlmAgent:
     def build(cls, contract: Contract, root: Path, trees: ListingTrees, budget: ModelBudget, journal: Journal,
               evidence: Evidence | None = None) -> LlmAgent:
         """The agent for `contract` in project `root`, reading its prompt overrides from `root`.
-        Raises ContractError `contract.prompt_unreadable`."""
-        assert contract.agent.llm is not None
+        Raises ContractError `contract.prompt_unreadable`, ValueError without [agent.llm]."""
+        config = contract.agent.llm
+        if config is None:
+            raise ValueError("LlmAgent needs an [agent.llm] section")
         scope = Scope(tuple(contract.scope.allowed), contract.protected_paths, contract.hidden_paths)
-        templates = load_templates(contract.agent.llm.prompts, root)
-        prompts = PromptBuilder(templates, contract.agent.llm, contract.target, scope)
-        return cls(contract, trees, ChatClient(contract.agent.llm, budget, journal), prompts, evidence)
+        prompts = PromptBuilder(load_templates(config.prompts, root), config, contract.target, scope)
+        return cls(contract, trees, ChatClient(config, budget, journal), prompts, evidence)
 
     @property
     def budget_stop(self) -> str | None:
