@@ -74,6 +74,13 @@ def parse_directives(reply: str, count: int) -> list[Directive]:
     return out[:count]
 
 
+def llm_config(contract: Contract) -> LlmAgentConfig:
+    """`[agent.llm]` of `contract`. Raises ValueError when the section is absent."""
+    if contract.agent.llm is None:
+        raise ValueError("the llm agent needs an [agent.llm] section")
+    return contract.agent.llm
+
+
 class LlmAgent:
     """The Agent protocol over a chat model.
 
@@ -85,10 +92,8 @@ class LlmAgent:
 
     def __init__(self, contract: Contract, trees: ListingTrees, client: ChatClient, prompts: PromptBuilder,
                  evidence: Evidence | None = None):
-        if contract.agent.llm is None:
-            raise ValueError("LlmAgent needs an [agent.llm] section")
         self.contract = contract
-        self.config: LlmAgentConfig = contract.agent.llm
+        self.config: LlmAgentConfig = llm_config(contract)
         self.trees = trees
         self.client = client
         self.prompts = prompts
@@ -100,9 +105,7 @@ class LlmAgent:
               evidence: Evidence | None = None) -> LlmAgent:
         """The agent for `contract` in project `root`, reading its prompt overrides from `root`.
         Raises ContractError `contract.prompt_unreadable`, ValueError without [agent.llm]."""
-        config = contract.agent.llm
-        if config is None:
-            raise ValueError("LlmAgent needs an [agent.llm] section")
+        config = llm_config(contract)
         scope = Scope(tuple(contract.scope.allowed), contract.protected_paths, contract.hidden_paths)
         prompts = PromptBuilder(load_templates(config.prompts, root), config, contract.target, scope)
         return cls(contract, trees, ChatClient(config, budget, journal), prompts, evidence)
@@ -173,10 +176,11 @@ class LlmAgent:
         """(parsed reply, files to overlay, errors) for one reply."""
         target = self.contract.target
         if target.kind == "examples":
-            parsed = parse_solution(reply, target.solution or "")
-            scope_refusal = self.prompts.scope.refusal(target.solution or "")
-            files = {target.solution or "": parsed.solution.encode("utf-8")} if parsed.solution is not None else {}
-            errors = list(parsed.errors) + ([scope_refusal] if scope_refusal and files else [])
+            solution = target.solution or ""
+            parsed = parse_solution(reply, solution)
+            files = {solution: parsed.solution.encode("utf-8")} if parsed.solution is not None else {}
+            refusal = self.prompts.scope.refusal(solution) if files else None
+            errors = list(parsed.errors) + ([refusal] if refusal else [])
         else:
             parsed = parse_edit_blocks(reply)
             files, apply_errors = apply_edit_blocks(
