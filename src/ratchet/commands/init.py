@@ -34,7 +34,26 @@ sampler = "tpe"          # tpe | random
 # kind = "files": prepared candidates, one per attempt, in name order
 # [agent.files]
 # path = "candidates/"   # subdirectories (overlaid onto the champion) or .patch files
-# kind = "command" (an external coding-agent CLI) and kind = "llm" are not built yet
+# kind = "llm": a model behind an OpenAI-compatible API (docs/agents-llm.md)
+# [agent.llm]
+# base_url = "https://api.openai.com/v1"  # or vLLM http://127.0.0.1:8000/v1, Ollama http://127.0.0.1:11434/v1
+# model = "gpt-4o-mini"   # required
+# api_key_env = "OPENAI_API_KEY"  # the NAME of the variable holding the key ("" for none)
+# temperature = 0.2
+# seed = 0                # sent to the server when set (left out by default)
+# max_output_tokens = 4096  # per call
+# context_window = 32768  # the model's context in tokens
+# request_timeout_s = 300.0 # one request's overall deadline
+# max_retries = 4         # retries of a 429 or 5xx
+# retry_max_wait_s = 60.0 # cap on Retry-After and backoff waits
+# strategy = false        # one strategy call per round writing `directives` directives
+# directives = 3
+# [agent.llm.price]       # USD per million tokens (needed by budget.max_usd)
+# input_usd_per_mtok = 0.0
+# output_usd_per_mtok = 0.0
+# [agent.llm.prompts]     # files replacing the built-in prompts: system, repository, examples, strategy
+# system = "prompts/system.md"
+# kind = "command" (an external coding-agent CLI) is not built yet
 
 [gate]
 alpha = 0.05             # the campaign's type-I error budget
@@ -54,6 +73,10 @@ max_cpu_hours = 0.0
 max_gpu_hours = 0.0
 max_wall = "0"           # seconds, or "90s" / "45m" / "2h"
 max_val_trials = 0       # examples: how many candidates may be measured on val
+max_model_calls = 0      # llm agent: model calls
+max_input_tokens = 0     # llm agent: input tokens (each call reserves its request size first)
+max_output_tokens = 0    # llm agent: output tokens (each call reserves agent.llm.max_output_tokens first)
+max_usd = 0.0            # llm agent: dollars, priced from [agent.llm.price]
 
 [compute]
 backend = "local"        # local | slurm

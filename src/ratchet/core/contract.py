@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ratchet.core.contract_llm import LlmAgentConfig
+
 CONTRACT_FILE = "ratchet.toml"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 GLOB_CHARS = set("*?[]{}")
@@ -329,16 +331,6 @@ class CommandAgentConfig(_Model):
     timeout_s: Annotated[float, Field(gt=0)] = 3600.0
 
 
-class LlmAgentConfig(_Model):
-    """[agent.llm]: a model behind an OpenAI-compatible chat API (DESIGN.md §8)."""
-
-    base_url: str
-    model: str
-    api_key_env: str = "OPENAI_API_KEY"
-    max_calls: Annotated[int, Field(ge=0)] = 0
-    max_tokens: Annotated[int, Field(ge=0)] = 0
-
-
 class AgentSection(_Model):
     """[agent]: who proposes candidates; the subsection named by `kind` is required."""
 
@@ -385,7 +377,9 @@ class GateSection(_Model):
 
 
 class BudgetSection(_Model):
-    """[budget]: limits enforced by the kernel; 0 means unlimited, except `max_attempts` (>= 1)."""
+    """[budget]: limits enforced by the kernel; 0 means unlimited, except `max_attempts` (>= 1).
+    The model budgets (llm agent) count calls, input and output tokens as the server reports them,
+    and USD priced from `[agent.llm.price]`; each call reserves its worst case first."""
 
     max_attempts: Annotated[int, Field(ge=1)] = 20
     max_evaluations: Annotated[int, Field(ge=0)] = 0
@@ -393,6 +387,10 @@ class BudgetSection(_Model):
     max_gpu_hours: Annotated[float, Field(ge=0)] = 0.0
     max_wall: str | int | float = "0"
     max_val_trials: Annotated[int, Field(ge=0)] = 0
+    max_model_calls: Annotated[int, Field(ge=0)] = 0
+    max_input_tokens: Annotated[int, Field(ge=0)] = 0
+    max_output_tokens: Annotated[int, Field(ge=0)] = 0
+    max_usd: Annotated[float, Field(ge=0)] = 0.0
 
     @field_validator("max_wall")
     @classmethod
@@ -442,6 +440,12 @@ class Contract(_Model):
                         f"scope.allowed entry {a!r} overlaps target.examples {self.target.examples!r}, "
                         "which is always protected"
                     )
+        llm = self.agent.llm if self.agent.kind == "llm" else None
+        unpriced = llm is not None and llm.price.input_usd_per_mtok == llm.price.output_usd_per_mtok == 0
+        if unpriced and self.budget.max_usd > 0:
+            raise ValueError(
+                "budget.max_usd needs prices: set [agent.llm.price] input_usd_per_mtok and output_usd_per_mtok"
+            )
         return self
 
     @property
