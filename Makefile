@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-countries test bench lint clean
+.PHONY: demo demo-countries demo-agent test bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ demo: $(VENV)/.installed-dev
 
 demo-countries: $(VENV)/.installed-dev
 	$(BIN)/python examples/demo.py countries
+
+demo-agent: $(VENV)/.installed-dev
+	$(BIN)/python examples/agent/demo.py
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
