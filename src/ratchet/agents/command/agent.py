@@ -113,15 +113,16 @@ class CommandAgent:
     record_blob / record: see RecordBlob and Record. budget_view: returns what the agent may read
     of the budget (shown by `ratchet-sys budget` and in wake messages), or None. wall_left: seconds
     `budget.max_wall` still allows (None: unlimited); a leg's limit is the smaller of it and
-    `timeout_s`. environ: where `pass_env` values are read (default os.environ).
+    `timeout_s`. environ: where `pass_env` values are read (default os.environ). bwrap: the
+    bubblewrap executable probed (default: found on PATH).
     Raises SandboxError `agent.sandbox_unavailable` (exit 2) when bwrap does not work here.
     """
 
     def __init__(self, setup: CommandSetup, record_blob: RecordBlob, record: Record, *,
                  budget_view: Callable[[], Mapping[str, Any]] | None = None,
                  wall_left: Callable[[], float | None] | None = None,
-                 environ: Mapping[str, str] | None = None):
-        status = probe_bwrap()
+                 environ: Mapping[str, str] | None = None, bwrap: str | None = None):
+        status = probe_bwrap(bwrap)
         if not status.available:
             raise SandboxError(
                 "agent.sandbox_unavailable",

@@ -203,8 +203,10 @@ def _open_dir(parent: int, name: str, create: bool, replace: bool) -> int:
             if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                 raise
             if not replace:
-                what = "a symlink" if exc.errno == errno.ELOOP else "not a directory"
-                code = "channel.symlink" if exc.errno == errno.ELOOP else "channel.not_a_directory"
+                # O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR on Linux: ask lstat which it was
+                link = stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+                what = "a symlink" if link else "not a directory"
+                code = "channel.symlink" if link else "channel.not_a_directory"
                 raise ChannelError(code, f"{name} is {what}; the channel is refused",
                                    hint="the channel folder must be a plain directory") from exc
             _remove(name, parent)

@@ -145,11 +145,11 @@ def read_leg(channel: Channel, taken_names: set[str]) -> LegRequests:
 
 
 def _accept_launch(request: LaunchRequest, leg: LegRequests, taken_names: set[str]) -> None:
-    if len(leg.launches) >= MAX_LAUNCHES_PER_SLEEP:
-        leg.notices.append(f"launch {request.name}: refused, at most {MAX_LAUNCHES_PER_SLEEP} launches per sleep")
-        return
     if request.name in taken_names:
         leg.notices.append(f"launch {request.name}: refused, this name was already used in this attempt")
+        return
+    if len(leg.launches) >= MAX_LAUNCHES_PER_SLEEP:
+        leg.notices.append(f"launch {request.name}: refused, at most {MAX_LAUNCHES_PER_SLEEP} launches per sleep")
         return
     clamped, notes = request.clamped()
     leg.notices += notes
