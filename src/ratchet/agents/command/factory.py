@@ -56,7 +56,7 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
                         dev_examples: Sequence[Any] | None = None,
                         budget_view: Callable[[], Mapping[str, Any]] | None = None,
                         wall_left: Callable[[], float | None] | None = None,
-                        environ: Mapping[str, str] | None = None) -> CommandAgent:
+                        environ: Mapping[str, str] | None = None, bwrap: str | None = None) -> CommandAgent:
     """The CommandAgent for `contract` (agent.kind = "command") of the project at `root`.
     project: its Git. work_dir: kernel-owned, outside the project (e.g. a temporary directory of the
     run). See CommandAgent for the callbacks. Raises ContractError, SandboxError (exit 2)."""
@@ -66,4 +66,5 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
     rules = scope_rules(contract)
     task = TaskView(read_brief(root, contract), target_summary(contract), rules.allowed, rules.protected)
     setup = CommandSetup(cfg, project, rules, Path(work_dir), task, dev_examples)
-    return CommandAgent(setup, record_blob, record, budget_view=budget_view, wall_left=wall_left, environ=environ)
+    return CommandAgent(setup, record_blob, record, budget_view=budget_view, wall_left=wall_left, environ=environ,
+                        bwrap=bwrap)
