@@ -146,3 +146,25 @@ def test_without_a_working_bwrap_the_command_agent_is_refused_with_exit_2(agent_
     with pytest.raises(SandboxError) as err:
         agent_project.agent(bwrap="/bin/false")
     assert err.value.code == "agent.sandbox_unavailable" and err.value.exit_code == 2
+
+
+def test_a_restarted_kernel_resumes_mid_launch_and_wakes_the_agent_once(agent_project):
+    from ratchet.agents.command.drive import LaunchSettings, run_launch
+    from ratchet.compute.base import SandboxSpec
+
+    p = agent_project
+    first = p.agent()
+    launch = first.start(p.context())
+    assert isinstance(launch, Launch) and len(launch.jobs) == 2
+    # the kernel dies here, after the leg was recorded and before the launches ran; a new one resumes
+    legs = p.recorder.legs()
+    second = p.agent()
+    assert second.resume(p.context(), legs, lambda digest: p.recorder.blobs[digest])
+    settings = LaunchSettings(p.work / "launches", metric="score", sandbox=SandboxSpec("bwrap", False))
+    action = second.wake(p.context(), run_launch(p.git, launch, 1, 1, settings))
+    assert isinstance(action, Submit) and "WINDOW = 25" in p.git.read_blob(action.tree, "model/smooth.py").decode()
+    assert [(leg["kind"], leg["leg"]) for leg in p.recorder.legs()] == [("start", 1), ("wake", 2)]
+
+
+def test_nothing_to_resume_before_a_leg_was_recorded(agent_project):
+    assert not agent_project.agent().resume(agent_project.context(), [], lambda d: b"")

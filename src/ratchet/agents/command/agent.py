@@ -164,6 +164,30 @@ class CommandAgent:
         att.notices, att.note, att.pending = [], "", []
         return self._leg(ctx, "wake", message)
 
+    def resume(self, ctx: AgentContext, legs: Sequence[Mapping[str, Any]], read_blob: Callable[[str], bytes]) -> bool:
+        """Rebuild the conversation of attempt `ctx.attempt` after a kernel restart, from the data
+        of its recorded `agent.leg` events (in order; `read_blob` reads a recorded blob). True when
+        the last recorded leg ended in launches and the workspace is still there: the loop then
+        runs those launches (reusing finished jobs) and calls `wake` once. False otherwise: the loop
+        calls `start` (the attempt begins again in a fresh workspace)."""
+        workspace = self.setup.work_dir / f"a{ctx.attempt:04d}" / "workspace"
+        if not legs or legs[-1].get("outcome") != "launch" or not (workspace / CHANNEL_DIR).is_dir():
+            return False
+        att = _Attempt(ctx.attempt, workspace.resolve(), legs=len(legs))
+        for leg in legs:
+            att.nudges += leg.get("kind") == "nudge"
+            if leg.get("outcome") != "launch" or not leg.get("requests_blob"):
+                continue
+            att.sleeps += 1
+            recorded = json.loads(read_blob(leg["requests_blob"]))
+            launches = [LaunchRequest.model_validate(r, strict=False) for r in recorded["launches"]]
+            att.names.update(r.name for r in launches)
+            att.pending = [(r, i) for r in launches for i in range(r.array)]
+            att.note = (recorded.get("sleep") or {}).get("note", "")
+            att.notices = list(recorded.get("notices") or [])
+        self.attempt = att
+        return True
+
     def _current(self, ctx: AgentContext) -> _Attempt:
         if self.attempt is None or self.attempt.number != ctx.attempt:
             raise ChannelError("channel.no_attempt", f"attempt {ctx.attempt} was never started by this agent",
