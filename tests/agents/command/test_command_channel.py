@@ -149,3 +149,13 @@ def test_a_submit_needs_a_report_within_the_limit(ws: Path):
     assert leg.submit is None and any("report" in n for n in leg.notices)
     (ws / ".ratchet-sys" / "submit.json").write_text(json.dumps({"kind": "submit", "report": "fine"}))
     assert _leg(ws).submit.report == "fine"
+
+
+def test_a_symlink_planted_at_the_agents_home_is_replaced_not_followed(ws: Path, tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / ".ratchet-sys" / "home").symlink_to(outside)
+    with Channel(ws) as channel:
+        channel.ensure_dir(["home", "config"])
+    assert list(outside.iterdir()) == []
+    assert (ws / ".ratchet-sys" / "home" / "config").is_dir() and not (ws / ".ratchet-sys" / "home").is_symlink()

@@ -63,3 +63,10 @@ def test_the_cli_report_gives_the_session_and_tokens_of_the_last_json_line():
     report = read_cli_report(out)
     assert report.session_id == "s-1" and report.tokens == {"input_tokens": 10, "output_tokens": 3}
     assert read_cli_report(b"plain text\n").session_id is None
+
+
+def test_sweep_index_is_a_reserved_name_for_the_seed_variable():
+    from ratchet.core.contract import TargetSection
+
+    with pytest.raises(ValidationError, match="reserved"):
+        TargetSection(kind="benchmark", command="x", metric="m", seed_env="SWEEP_INDEX")

@@ -221,6 +221,8 @@ class CommandAgent:
             channel.write([STATE_DIR, "queue.json"], json.dumps(queue, indent=1).encode())
             channel.write([STATE_DIR, "budget.json"], json.dumps(self._budget() or {}, indent=1).encode())
             channel.write([STATE_DIR, "history.json"], json.dumps(self._attempt_state(att), indent=1).encode())
+            for sub in AGENT_STATE_ENV.values():
+                channel.ensure_dir([HOME_DIR, sub])  # a symlink planted at home/ is replaced, not followed
 
     def _attempt_state(self, att: _Attempt) -> dict[str, Any]:
         return {"attempt": att.number, "leg": att.legs, "sleeps_used": att.sleeps,
@@ -255,9 +257,7 @@ class CommandAgent:
         env = {"PATH": f"{channel}:{default_path()}", "LANG": "C.UTF-8", "RATCHET_CHANNEL": str(channel),
                "RATCHET_WORKSPACE": str(att.workspace)}
         for var, sub in AGENT_STATE_ENV.items():
-            path = channel / HOME_DIR / sub
-            path.mkdir(parents=True, exist_ok=True)
-            env[var] = str(path)
+            env[var] = str(channel / HOME_DIR / sub)  # made by _prepare_channel through the channel's fd
         for name in self.setup.config.pass_env:
             if name in self.environ:
                 env[name] = self.environ[name]

@@ -106,6 +106,11 @@ class Channel:
             fd = sub
         return fd
 
+    def ensure_dir(self, path: Sequence[str]) -> None:
+        """Make the directory `path` (and its parents) a real directory below the channel; a
+        symlink or file planted on the way is replaced, never followed."""
+        os.close(self._parent([*path, "."], create=True))
+
     def read(self, path: Sequence[str], cap: int) -> bytes:
         """The bytes of the regular file at `path`. Raises ChannelError `channel.missing`,
         `channel.not_regular` (a FIFO, a symlink, a directory, a socket...), `channel.too_large`
