@@ -189,7 +189,7 @@ class TargetSection(_Model):
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
             raise ValueError(f"{value!r} is not an environment variable name")
         if value in RESERVED_ENV or value in AGENT_RESERVED_ENV or value.startswith(RESERVED_ENV_PREFIXES):
-            reserved = ", ".join(sorted(RESERVED_ENV | {"SWEEP_INDEX"}))
+            reserved = ", ".join(sorted(RESERVED_ENV | AGENT_RESERVED_ENV))
             raise ValueError(f"{value!r} is reserved (reserved: {reserved}, LD_*, PYTHON*)")
         return value
 

@@ -30,7 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ratchet.agents.base import Action, AgentContext, GiveUp, Launch, LaunchJob, LaunchResult, Submit
+from ratchet.agents.base import (
+    Action,
+    AgentContext,
+    GiveUp,
+    Launch,
+    LaunchJob,
+    LaunchResult,
+    PastAttempt,
+    Submit,
+)
 from ratchet.agents.command.artifacts import RESULTS_DIR, artifact_notes, deliver_artifacts
 from ratchet.agents.command.channel import Channel, ChannelError
 from ratchet.agents.command.limits import (
@@ -105,6 +114,7 @@ class _Attempt:
     note: str = ""
     notices: list[str] = field(default_factory=list)
     session: str | None = None
+    history: tuple[PastAttempt, ...] = ()
 
 
 class CommandAgent:
@@ -148,7 +158,7 @@ class CommandAgent:
         base.mkdir(parents=True)
         s = self.setup
         ws = create_workspace(s.project, ctx.champion_tree, base / "workspace", s.rules, s.dev_examples)
-        self.attempt = _Attempt(ctx.attempt, ws)
+        self.attempt = _Attempt(ctx.attempt, ws, history=ctx.history)
         task = s.task
         if s.dev_examples is not None:
             task = TaskView(task.brief, task.target, task.allowed, task.protected, f"{CHANNEL_DIR}/data/dev.jsonl")
@@ -173,7 +183,7 @@ class CommandAgent:
         workspace = self.setup.work_dir / f"a{ctx.attempt:04d}" / "workspace"
         if not legs or legs[-1].get("outcome") != "launch" or not (workspace / CHANNEL_DIR).is_dir():
             return False
-        att = _Attempt(ctx.attempt, workspace.resolve(), legs=len(legs))
+        att = _Attempt(ctx.attempt, workspace.resolve(), legs=len(legs), history=ctx.history)
         for leg in legs:
             att.nudges += leg.get("kind") == "nudge"
             if leg.get("outcome") != "launch" or not leg.get("requests_blob"):
@@ -226,7 +236,9 @@ class CommandAgent:
 
     def _attempt_state(self, att: _Attempt) -> dict[str, Any]:
         return {"attempt": att.number, "leg": att.legs, "sleeps_used": att.sleeps,
-                "sleeps_left": MAX_SLEEPS_PER_ATTEMPT - att.sleeps, "launch_names_used": sorted(att.names)}
+                "sleeps_left": MAX_SLEEPS_PER_ATTEMPT - att.sleeps, "launch_names_used": sorted(att.names),
+                "earlier_attempts": [{"attempt": a.attempt, "verdict": a.verdict, "reason": a.reason,
+                                      "candidate_mean": a.candidate_mean} for a in att.history]}
 
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None
@@ -309,7 +321,7 @@ class CommandAgent:
         assert requests.submit is not None
         got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="submit")
         self.record("agent.harvested", {"attempt": att.number, "leg": att.legs, "use": "submit", **got.to_json()})
-        summary = requests.submit.summary or requests.submit.report.strip().splitlines()[0][:200]
+        summary = requests.submit.summary or (requests.submit.report.strip().splitlines() or ["(no summary)"])[0][:200]
         return Submit(tree=got.tree, report=requests.submit.report, summary=summary)
 
     def _launch(self, ctx: AgentContext, att: _Attempt, launches: Sequence[LaunchRequest]) -> Launch:
