@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.base import Action, Agent, AgentContext, Launch, LaunchJob, LaunchResult
+from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, LaunchJob, LaunchResult
 from ratchet.agents.command.artifacts import collect_artifacts
 from ratchet.compute.base import JobResult, SandboxSpec, run_jobs
 from ratchet.compute.local import LocalExecutor
@@ -83,8 +83,6 @@ def drive_attempt(agent: Agent, ctx: AgentContext, run: Callable[[Launch, int], 
                   max_launches: int = 8) -> Action:
     """Converse with `agent` for attempt `ctx`: `run(launch, number)` runs each Launch; returns
     the final Submit or GiveUp (a GiveUp when more than `max_launches` launches were asked)."""
-    from ratchet.agents.base import GiveUp
-
     action = agent.start(ctx)
     number = 0
     while isinstance(action, Launch):
