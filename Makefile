@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-countries test bench lint clean
+.PHONY: demo demo-countries demo-agent test bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ demo: $(VENV)/.installed
 
 demo-countries: $(VENV)/.installed
 	$(BIN)/python examples/demo.py countries
+
+demo-agent: $(VENV)/.installed-dev
+	$(BIN)/python examples/agent/demo.py
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q

@@ -31,6 +31,15 @@ class LaunchJob:
     timeout_s: float = 60.0
     tree: str | None = None
     seed: int = 0
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra variables for the job (`SWEEP_INDEX` for the i-th job of an array)."""
+    artifacts: tuple[str, ...] = ()
+    """Relative paths in the job's checkout the kernel copies back after the job ends
+    (`agents.command.artifacts.collect_artifacts`), before the checkout is removed."""
+    group: str | None = None
+    """The agent's name for the launch this job belongs to (jobs of one array share it)."""
+    max_parallel: int | None = None
+    """At most this many jobs of `group` run at once (None: the executor's own limit)."""
 
 
 @dataclass(frozen=True)
@@ -57,9 +66,12 @@ class Submit:
 
 @dataclass(frozen=True)
 class GiveUp:
-    """The agent has nothing more to propose; `reason` says why."""
+    """The agent has nothing more to propose (`stops_campaign`: the campaign ends, stop reason
+    `agent_stopped`), or this attempt cannot go on (`stops_campaign=False`: the attempt ends
+    `gave_up`, the next one starts); `reason` says why."""
 
     reason: str
+    stops_campaign: bool = True
 
 
 Action = Launch | Submit | GiveUp
@@ -76,6 +88,10 @@ class LaunchResult:
     value: float | None
     stdout_tail: str
     stderr_tail: str
+    artifacts_dir: str | None = None
+    """A kernel-owned directory holding the job's declared artifacts as copied back by
+    `collect_artifacts` (None: none were declared or the job never ran)."""
+    elapsed_s: float | None = None
 
 
 @dataclass(frozen=True)

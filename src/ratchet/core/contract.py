@@ -24,6 +24,13 @@ process. Names starting with `LD_` or `PYTHON` are refused too (they change what
 
 RESERVED_ENV_PREFIXES = ("LD_", "PYTHON")
 
+AGENT_RESERVED_ENV = frozenset({
+    "SWEEP_INDEX", "RATCHET_CHANNEL", "RATCHET_WORKSPACE", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+    "XDG_STATE_HOME", "XDG_CACHE_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
+})
+"""Variables Ratchet sets for a command agent or its launched experiments (`SWEEP_INDEX`: the index
+of a job in a launched array); `agent.command.pass_env` and `target.seed_env` may not name them."""
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -186,8 +193,8 @@ class TargetSection(_Model):
     def _seed_env(cls, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
             raise ValueError(f"{value!r} is not an environment variable name")
-        if value in RESERVED_ENV or value.startswith(RESERVED_ENV_PREFIXES):
-            reserved = ", ".join(sorted(RESERVED_ENV))
+        if value in RESERVED_ENV or value in AGENT_RESERVED_ENV or value.startswith(RESERVED_ENV_PREFIXES):
+            reserved = ", ".join(sorted(RESERVED_ENV | AGENT_RESERVED_ENV))
             raise ValueError(f"{value!r} is reserved (reserved: {reserved}, LD_*, PYTHON*)")
         return value
 
@@ -324,11 +331,68 @@ class FilesAgentConfig(_Model):
         return check_scope_path(value)
 
 
+AGENT_TEMPLATE_FIELDS = ("prompt", "prompt_text", "workspace", "channel", "session")
+"""Placeholders of `agent.command.command` / `wake_command`: the prompt file's path, the prompt's
+text (one argument), the workspace, the channel folder, the session id the CLI reported (wake only)."""
+
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def check_agent_template(value: str, allow_session: bool) -> str:
+    """Validate a command template: non-empty, only known `{placeholders}` (see
+    AGENT_TEMPLATE_FIELDS; `{session}` only in `wake_command`). Raises ValueError."""
+    if not value.strip():
+        raise ValueError("the command template is empty")
+    for name in _PLACEHOLDER.findall(value):
+        if name not in AGENT_TEMPLATE_FIELDS or (name == "session" and not allow_session):
+            known = ", ".join("{" + f + "}" for f in AGENT_TEMPLATE_FIELDS if allow_session or f != "session")
+            raise ValueError(f"unknown placeholder {{{name}}} (known: {known})")
+    return value
+
+
 class CommandAgentConfig(_Model):
-    """[agent.command]: an external coding-agent CLI run in a worktree (DESIGN.md §8)."""
+    """[agent.command]: an external coding-agent CLI run in its own workspace under the sandbox,
+    talking to the kernel through the channel (DESIGN.md §8, docs/agents-command.md).
+
+    command: argv template for a fresh start (placeholders AGENT_TEMPLATE_FIELDS but {session}).
+    wake_command: argv template for a CLI that resumes its session by id (None: each wake is a fresh
+    start of `command` with the wake message as its prompt). pass_env: names of variables copied
+    from the operator's environment (the model's credentials); nothing else of it reaches the agent.
+    network: the agent's sandbox shares the host's network. timeout_s: seconds per leg (also capped
+    by what budget.max_wall leaves). brief: a file of the project holding the user's brief.
+    """
 
     command: str
+    wake_command: str | None = None
+    pass_env: list[str] = []
+    network: bool = False
     timeout_s: Annotated[float, Field(gt=0)] = 3600.0
+    brief: str | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str) -> str:
+        return check_agent_template(value, allow_session=False)
+
+    @field_validator("wake_command")
+    @classmethod
+    def _wake(cls, value: str | None) -> str | None:
+        return None if value is None else check_agent_template(value, allow_session=True)
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if name in RESERVED_ENV or name.startswith(RESERVED_ENV_PREFIXES) or name in AGENT_RESERVED_ENV:
+                raise ValueError(f"{name!r} is set by Ratchet for the agent and cannot be passed")
+        return value
+
+    @field_validator("brief")
+    @classmethod
+    def _brief(cls, value: str | None) -> str | None:
+        return None if value is None else check_scope_path(value)
 
 
 class AgentSection(_Model):

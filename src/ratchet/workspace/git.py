@@ -58,6 +58,19 @@ class Git:
         self.git_dir = (common if common.is_absolute() else self.root / common).resolve()
         self.clean_stale_locks()
 
+    @classmethod
+    def init_repo(cls, root: Path, branch: str = "main") -> Git:
+        """Create a new, empty, standalone repository at `root` (an existing directory that is not
+        inside another repository's work tree) and open it. Raises GitError `git.init_failed`."""
+        run_git(Path(root), ["init", "-q", "-b", branch], code="git.init_failed")
+        return cls(root)
+
+    def reset_to(self, commit: str) -> None:
+        """Point HEAD (its branch) at `commit` and the index at its tree, as `git reset --mixed`
+        does; the working tree is not touched."""
+        self._run(["update-ref", "HEAD", commit], code="git.update_failed")
+        self._run(["read-tree", commit], code="git.update_failed")
+
     @staticmethod
     def is_repo(path: Path) -> bool:
         """True when `path` is inside a git work tree (any depth)."""

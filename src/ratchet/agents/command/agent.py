@@ -1,0 +1,369 @@
+"""The command agent (`agent.kind = "command"`, DESIGN.md §8): any coding-agent CLI, run in its own
+workspace under bubblewrap, talking to the kernel through the channel.
+
+One attempt is a conversation of legs. A leg starts the CLI (`[agent.command].command` with the
+attempt's prompt, or `wake_command` / `command` with a wake message) and ends when its process
+exits: the agent slept (`ratchet-sys sleep`), submitted, or just stopped. The kernel then reads the
+channel:
+- a submit: the workspace is harvested into a candidate tree -> `Submit`;
+- launches: the workspace's clean in-scope files become the experiments' tree -> `Launch`; the
+  loop runs the jobs and calls `wake` with their results, delivered into `results/<launch>/<i>/`;
+- nothing: the agent is woken once with a reminder (a nudge); a second time, the attempt ends
+  `gave_up` (`GiveUp(stops_campaign=False)`).
+
+The CLI runs as one job of a private LocalExecutor: stdin /dev/null, only allow-listed variables
+(`pass_env` names copied from the operator's environment, nothing else of it), only its workspace
+writable, no network unless `network`, killed with all its descendants at the leg's time limit or
+when it exits. Without a working bwrap the agent is refused (SandboxError, exit 2).
+
+Records go through two callbacks, never to the ledger directly: `record_blob(bytes) -> digest` for
+prompts, wake messages and requests; `record(kind, data)` for `agent.leg` and `agent.harvested`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ratchet.agents.base import (
+    Action,
+    AgentContext,
+    GiveUp,
+    Launch,
+    LaunchJob,
+    LaunchResult,
+    PastAttempt,
+    Submit,
+)
+from ratchet.agents.command.artifacts import RESULTS_DIR, artifact_notes, deliver_artifacts
+from ratchet.agents.command.channel import Channel, ChannelError
+from ratchet.agents.command.limits import (
+    CHANNEL_DIR,
+    MAX_SLEEPS_PER_ATTEMPT,
+    NUDGES_PER_ATTEMPT,
+    TOOL_NAME,
+)
+from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake_text
+from ratchet.agents.command.requests import LaunchRequest, LegRequests, read_leg
+from ratchet.agents.command.template import read_cli_report, render_argv
+from ratchet.agents.command.workspace import ScopeRules, create_workspace, harvest
+from ratchet.compute.base import JobResult, JobSpec, SandboxSpec, run_jobs
+from ratchet.compute.env import default_path
+from ratchet.compute.local import LocalExecutor
+from ratchet.compute.sandbox import probe_bwrap
+from ratchet.core.contract import CommandAgentConfig
+from ratchet.core.errors import SandboxError
+
+RecordBlob = Callable[[bytes], str]
+"""Store bytes as a blob of the run; returns its digest (the loop passes `kernel.blobs.put_bytes`)."""
+
+Record = Callable[[str, Mapping[str, Any]], None]
+"""Record one event of kind `agent.leg` or `agent.harvested` with its data (JSON-ready)."""
+
+LegKind = Literal["start", "wake", "nudge"]
+"""start: the attempt's first leg (the prompt). wake: after launches ran. nudge: after a leg that
+ended without a request."""
+
+LegOutcome = Literal["launch", "submit", "none", "channel_refused"]
+"""How a leg ended: launches queued, a submit, no request, or a channel the kernel refused."""
+
+PROMPT_FILE = "prompt.md"
+WAKE_FILE = "wake.md"
+STATE_DIR = "state"
+HOME_DIR = "home"
+
+AGENT_STATE_ENV = {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state",
+                   "XDG_CACHE_HOME": "cache", "CLAUDE_CONFIG_DIR": "claude", "CODEX_HOME": "codex"}
+"""Variables pointing the CLI's own state (sessions, settings) under `<channel>/home/`, which lives
+as long as the attempt (the executor's HOME is a scratch directory removed after every leg)."""
+
+TOOL_SOURCE = Path(__file__).with_name("tool.py")
+
+
+@dataclass(frozen=True)
+class CommandSetup:
+    """What the kernel hands a command agent. config: `[agent.command]`. project: the project's
+    Git (objects of candidate trees go there). rules: the scope. work_dir: a kernel-owned directory
+    outside the project (`a0001/` workspaces and `legs/` outputs go there). task: what the prompt
+    says. dev_examples: an examples target's dev split (JSON-ready values), None otherwise."""
+
+    config: CommandAgentConfig
+    project: Any
+    rules: ScopeRules
+    work_dir: Path
+    task: TaskView
+    dev_examples: Sequence[Any] | None = None
+
+
+@dataclass
+class _Attempt:
+    """The conversation state of one attempt (kernel memory; the workspace holds the rest)."""
+
+    number: int
+    workspace: Path
+    legs: int = 0
+    sleeps: int = 0
+    nudges: int = 0
+    names: set[str] = field(default_factory=set)
+    pending: list[tuple[LaunchRequest, int]] = field(default_factory=list)
+    note: str = ""
+    notices: list[str] = field(default_factory=list)
+    session: str | None = None
+    history: tuple[PastAttempt, ...] = ()
+
+
+class CommandAgent:
+    """The Agent protocol over a coding-agent CLI (see the module docstring).
+
+    record_blob / record: see RecordBlob and Record. budget_view: returns what the agent may read
+    of the budget (shown by `ratchet-sys budget` and in wake messages), or None. wall_left: seconds
+    `budget.max_wall` still allows (None: unlimited); a leg's limit is the smaller of it and
+    `timeout_s`. environ: where `pass_env` values are read (default os.environ). bwrap: the
+    bubblewrap executable probed (default: found on PATH).
+    Raises SandboxError `agent.sandbox_unavailable` (exit 2) when bwrap does not work here.
+    """
+
+    def __init__(self, setup: CommandSetup, record_blob: RecordBlob, record: Record, *,
+                 budget_view: Callable[[], Mapping[str, Any]] | None = None,
+                 wall_left: Callable[[], float | None] | None = None,
+                 environ: Mapping[str, str] | None = None, bwrap: str | None = None):
+        status = probe_bwrap(bwrap)
+        if not status.available:
+            raise SandboxError(
+                "agent.sandbox_unavailable",
+                f"agent.kind = \"command\" runs the agent under bubblewrap, which does not work here: {status.reason}",
+                hint="install bubblewrap and allow unprivileged user namespaces",
+            )
+        self.setup = setup
+        self.record_blob = record_blob
+        self.record = record
+        self.budget_view = budget_view
+        self.wall_left = wall_left
+        self.environ = os.environ if environ is None else environ
+        self.attempt: _Attempt | None = None
+
+    # -- the protocol ----------------------------------------------------------------------------
+
+    def start(self, ctx: AgentContext) -> Action:
+        """Seed a fresh workspace for `ctx.attempt` (an earlier one at the same path is replaced),
+        write the prompt and run the first leg."""
+        base = self.setup.work_dir / f"a{ctx.attempt:04d}"
+        if base.exists():
+            shutil.rmtree(base)
+        base.mkdir(parents=True)
+        s = self.setup
+        ws = create_workspace(s.project, ctx.champion_tree, base / "workspace", s.rules, s.dev_examples)
+        self.attempt = _Attempt(ctx.attempt, ws, history=ctx.history)
+        task = s.task
+        if s.dev_examples is not None:
+            task = TaskView(task.brief, task.target, task.allowed, task.protected, f"{CHANNEL_DIR}/data/dev.jsonl")
+        message = prompt_text(ctx.attempt, ctx.champion_tree, task, ctx.history)
+        return self._leg(ctx, "start", message)
+
+    def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action:
+        """Deliver the launches' results into the channel and run the next leg."""
+        att = self._current(ctx)
+        jobs = self._deliver(att, results)
+        reason = f"Your {len(jobs)} launched job(s) finished; their results follow."
+        message = wake_text(att.number, att.legs + 1, reason, jobs, att.notices, att.note, self._budget())
+        att.notices, att.note, att.pending = [], "", []
+        return self._leg(ctx, "wake", message)
+
+    def resume(self, ctx: AgentContext, legs: Sequence[Mapping[str, Any]], read_blob: Callable[[str], bytes]) -> bool:
+        """Rebuild the conversation of attempt `ctx.attempt` after a kernel restart, from the data
+        of its recorded `agent.leg` events (in order; `read_blob` reads a recorded blob). True when
+        the last recorded leg ended in launches and the workspace is still there: the loop then
+        runs those launches (reusing finished jobs) and calls `wake` once. False otherwise: the loop
+        calls `start` (the attempt begins again in a fresh workspace)."""
+        workspace = self.setup.work_dir / f"a{ctx.attempt:04d}" / "workspace"
+        if not legs or legs[-1].get("outcome") != "launch" or not (workspace / CHANNEL_DIR).is_dir():
+            return False
+        att = _Attempt(ctx.attempt, workspace.resolve(), legs=len(legs), history=ctx.history)
+        for leg in legs:
+            att.nudges += leg.get("kind") == "nudge"
+            if leg.get("outcome") != "launch" or not leg.get("requests_blob"):
+                continue
+            att.sleeps += 1
+            recorded = json.loads(read_blob(leg["requests_blob"]))
+            launches = [LaunchRequest.model_validate(r, strict=False) for r in recorded["launches"]]
+            att.names.update(r.name for r in launches)
+            att.pending = [(r, i) for r in launches for i in range(r.array)]
+            att.note = (recorded.get("sleep") or {}).get("note", "")
+            att.notices = list(recorded.get("notices") or [])
+        self.attempt = att
+        return True
+
+    def _current(self, ctx: AgentContext) -> _Attempt:
+        if self.attempt is None or self.attempt.number != ctx.attempt:
+            raise ChannelError("channel.no_attempt", f"attempt {ctx.attempt} was never started by this agent",
+                               hint="call start() for the attempt first")
+        return self.attempt
+
+    # -- one leg ---------------------------------------------------------------------------------
+
+    def _leg(self, ctx: AgentContext, kind: LegKind, message: str) -> Action:
+        att = self._current(ctx)
+        att.legs += 1
+        name = PROMPT_FILE if kind == "start" else WAKE_FILE
+        try:
+            self._prepare_channel(att, name, message)
+            result = self._run_cli(att, kind, name, message)
+            with Channel(att.workspace) as channel:
+                requests = read_leg(channel, att.names)
+        except ChannelError as exc:
+            self._record_leg(att, kind, message, None, None, "channel_refused", exc.message)
+            return GiveUp(f"the channel was refused: {exc.message}", stops_campaign=False)
+        outcome: LegOutcome = "submit" if requests.submit else "launch" if requests.launches else "none"
+        self._record_leg(att, kind, message, result, requests, outcome, None)
+        return self._decide(ctx, att, requests, result)
+
+    def _prepare_channel(self, att: _Attempt, name: str, message: str) -> None:
+        """Refresh the tool and write the message and the state files `ratchet-sys` reads."""
+        with Channel(att.workspace) as channel:
+            channel.write([TOOL_NAME], TOOL_SOURCE.read_bytes(), mode=0o755)
+            channel.write([name], message.encode("utf-8"))
+            queue = [{"launch": r.name, "index": i, "command": r.command, "why": r.why} for r, i in att.pending]
+            channel.write([STATE_DIR, "queue.json"], json.dumps(queue, indent=1).encode())
+            channel.write([STATE_DIR, "budget.json"], json.dumps(self._budget() or {}, indent=1).encode())
+            channel.write([STATE_DIR, "history.json"], json.dumps(self._attempt_state(att), indent=1).encode())
+            for sub in AGENT_STATE_ENV.values():
+                channel.ensure_dir([HOME_DIR, sub])  # a symlink planted at home/ is replaced, not followed
+
+    def _attempt_state(self, att: _Attempt) -> dict[str, Any]:
+        return {"attempt": att.number, "leg": att.legs, "sleeps_used": att.sleeps,
+                "sleeps_left": MAX_SLEEPS_PER_ATTEMPT - att.sleeps, "launch_names_used": sorted(att.names),
+                "earlier_attempts": [{"attempt": a.attempt, "verdict": a.verdict, "reason": a.reason,
+                                      "candidate_mean": a.candidate_mean} for a in att.history]}
+
+    def _budget(self) -> Mapping[str, Any] | None:
+        return self.budget_view() if self.budget_view is not None else None
+
+    def _run_cli(self, att: _Attempt, kind: LegKind, name: str, message: str) -> JobResult:
+        """Run the CLI for one leg and wait for its process to end."""
+        cfg = self.setup.config
+        channel = att.workspace / CHANNEL_DIR
+        values = {"prompt": str(channel / name), "prompt_text": message, "workspace": str(att.workspace),
+                  "channel": str(channel)}
+        template = cfg.command
+        if kind != "start" and cfg.wake_command and att.session:
+            template, values["session"] = cfg.wake_command, att.session
+        timeout = cfg.timeout_s
+        left = self.wall_left() if self.wall_left is not None else None
+        if left is not None:
+            timeout = max(1.0, min(timeout, left))
+        spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(render_argv(template, values)),
+                       workdir=att.workspace, env=self._env(att), timeout_s=timeout,
+                       sandbox=SandboxSpec(mode="bwrap", network=cfg.network))
+        with LocalExecutor(self.setup.work_dir / "legs", max_parallel=1) as executor:
+            (result,) = run_jobs(executor, [spec])
+        return result
+
+    def _env(self, att: _Attempt) -> dict[str, str]:
+        """The agent's complete environment: allow-listed values and the `pass_env` names."""
+        channel = att.workspace / CHANNEL_DIR
+        env = {"PATH": f"{channel}:{default_path()}", "LANG": "C.UTF-8", "RATCHET_CHANNEL": str(channel),
+               "RATCHET_WORKSPACE": str(att.workspace)}
+        for var, sub in AGENT_STATE_ENV.items():
+            env[var] = str(channel / HOME_DIR / sub)  # made by _prepare_channel through the channel's fd
+        for name in self.setup.config.pass_env:
+            if name in self.environ:
+                env[name] = self.environ[name]
+        return env
+
+    def _record_leg(self, att: _Attempt, kind: LegKind, message: str, result: JobResult | None,
+                    requests: LegRequests | None, outcome: LegOutcome, problem: str | None) -> None:
+        report = read_cli_report(_read_stdout(result)) if result is not None else None
+        if report is not None and report.session_id:
+            if att.session and kind != "start" and report.session_id != att.session and self.setup.config.wake_command:
+                att.notices.append(f"the CLI answered in session {report.session_id}, not {att.session}")
+            att.session = report.session_id
+        self.record("agent.leg", {
+            "attempt": att.number, "leg": att.legs, "kind": kind, "outcome": outcome, "problem": problem,
+            "message_blob": self.record_blob(message.encode("utf-8")),
+            "requests_blob": self.record_blob(json.dumps(requests.to_json()).encode()) if requests else None,
+            "job_id": result.job_id if result else None, "state": result.state if result else None,
+            "exit_code": result.exit_code if result else None,
+            "elapsed_s": result.elapsed_s if result else None,
+            "session_id": report.session_id if report else None, "tokens": report.tokens if report else {},
+        })
+
+    # -- what the leg asked ----------------------------------------------------------------------
+
+    def _decide(self, ctx: AgentContext, att: _Attempt, requests: LegRequests, result: JobResult) -> Action:
+        att.notices += requests.notices
+        if requests.submit is not None:
+            return self._submit(ctx, att, requests)
+        if requests.launches:
+            att.sleeps += 1
+            if att.sleeps > MAX_SLEEPS_PER_ATTEMPT:
+                return GiveUp(f"more than {MAX_SLEEPS_PER_ATTEMPT} sleeps with launches in one attempt",
+                              stops_campaign=False)
+            att.note = requests.sleep.note if requests.sleep else ""
+            return self._launch(ctx, att, requests.launches)
+        ended = f"the agent's process ended ({result.reason}) without a launch or a submit"
+        if att.nudges >= NUDGES_PER_ATTEMPT:
+            return GiveUp(f"{ended}, again after a reminder", stops_campaign=False)
+        att.nudges += 1
+        reason = (f"You ended your session without a request ({result.reason}). Launch experiments and "
+                  "sleep, or submit your change with a report. This is the only reminder: ending again "
+                  "without a request ends the attempt.")
+        message = wake_text(att.number, att.legs + 1, reason, [], att.notices, "", self._budget())
+        att.notices = []
+        return self._leg(ctx, "nudge", message)
+
+    def _submit(self, ctx: AgentContext, att: _Attempt, requests: LegRequests) -> Submit:
+        s = self.setup
+        assert requests.submit is not None
+        got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="submit")
+        self.record("agent.harvested", {"attempt": att.number, "leg": att.legs, "use": "submit", **got.to_json()})
+        summary = requests.submit.summary or (requests.submit.report.strip().splitlines() or ["(no summary)"])[0][:200]
+        return Submit(tree=got.tree, report=requests.submit.report, summary=summary)
+
+    def _launch(self, ctx: AgentContext, att: _Attempt, launches: Sequence[LaunchRequest]) -> Launch:
+        s = self.setup
+        got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="launch")
+        self.record("agent.harvested", {"attempt": att.number, "leg": att.legs, "use": "launch", **got.to_json()})
+        jobs = []
+        for request in launches:
+            for i in range(request.array):
+                jobs.append(LaunchJob(
+                    name=f"{request.name}[{i}]", command=request.command, timeout_s=request.minutes * 60.0,
+                    tree=got.tree, seed=i, env={"SWEEP_INDEX": str(i)}, artifacts=tuple(request.artifacts),
+                    group=request.name, max_parallel=request.concurrency,
+                ))
+                att.pending.append((request, i))
+        return Launch(jobs=tuple(jobs), note=att.note)
+
+    def _deliver(self, att: _Attempt, results: Sequence[LaunchResult]) -> list[JobView]:
+        """Write each job's result and artifacts into `results/<launch>/<i>/`; the views for the
+        wake message. Results come in the order of the Launch's jobs."""
+        views = []
+        with Channel(att.workspace) as channel:
+            for (request, i), r in zip(att.pending, results, strict=False):
+                where = [RESULTS_DIR, request.name, str(i)]
+                summary = {"state": r.state, "exit_code": r.exit_code, "value": r.value, "elapsed_s": r.elapsed_s}
+                channel.write([*where, "result.json"], json.dumps(summary).encode())
+                channel.write([*where, "stdout.txt"], r.stdout_tail.encode("utf-8"))
+                channel.write([*where, "stderr.txt"], r.stderr_tail.encode("utf-8"))
+                collected = Path(r.artifacts_dir) if r.artifacts_dir else None
+                delivered = deliver_artifacts(channel, request.name, i, collected)
+                views.append(JobView(request.name, i, r, tuple(delivered), tuple(artifact_notes(collected))))
+        if len(results) != len(att.pending):
+            att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
+        return views
+
+
+def _read_stdout(result: JobResult) -> bytes:
+    if result.stdout_path is None:
+        return result.stdout_tail.encode("utf-8")
+    try:
+        with open(result.stdout_path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - 256 * 1024))
+            return f.read()
+    except OSError:
+        return result.stdout_tail.encode("utf-8")

@@ -1,0 +1,93 @@
+"""One attempt of a command agent driven without the campaign: start, run each `Launch` for real
+on an executor, wake, until a `Submit` or a `GiveUp`.
+
+This is the reference of what the loop does with a command agent's launches (and what the tests
+and `examples/agent/` use until `agent.kind = "command"` is wired into the campaign): each job runs
+in a clean checkout of its tree, with `SWEEP_INDEX` in its environment, at most `max_parallel` jobs
+of one launch at a time; its declared artifacts are copied back by `collect_artifacts` after it
+ends and before its checkout is removed; its metric is read like a benchmark's. No budget is
+charged here: the loop charges a launch's worst case before it runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, LaunchJob, LaunchResult
+from ratchet.agents.command.artifacts import collect_artifacts
+from ratchet.compute.base import JobResult, SandboxSpec, run_jobs
+from ratchet.compute.local import LocalExecutor
+from ratchet.targets.benchmark import benchmark_job, parse_metric
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """How launched jobs run: where (`jobs_dir`, kernel-owned), the target's metric and seed
+    variable, the sandbox, and the executor's own parallel limit."""
+
+    jobs_dir: Path
+    metric: str
+    seed_env: str = "RATCHET_SEED"
+    sandbox: SandboxSpec = SandboxSpec()
+    max_parallel: int = 2
+
+
+def run_launch(project: Any, launch: Launch, number: int, attempt: int, s: LaunchSettings) -> tuple[LaunchResult, ...]:
+    """Run every job of `launch` (the `number`-th of the attempt); one LaunchResult per job, in
+    order. project: the project's Git (checkouts of each job's tree)."""
+    results: dict[int, LaunchResult] = {}
+    groups: dict[str | None, list[int]] = {}
+    for i, job in enumerate(launch.jobs):
+        groups.setdefault(job.group or f"#{i}", []).append(i)
+    for indices in groups.values():
+        first = launch.jobs[indices[0]]
+        parallel = max(1, min(first.max_parallel or s.max_parallel, s.max_parallel))
+        ids = [f"a{attempt:04d}-launch{number}-j{i:03d}" for i in indices]
+        specs = []
+        for i, job_id in zip(indices, ids, strict=True):
+            checkout = s.jobs_dir / "checkouts" / job_id
+            shutil.rmtree(checkout, ignore_errors=True)
+            project.materialize_tree(launch.jobs[i].tree, checkout)
+            specs.append(benchmark_job(job_id=job_id, command=launch.jobs[i].command, workdir=checkout,
+                                       seed=launch.jobs[i].seed, seed_env=s.seed_env, variant="experiment",
+                                       unit=str(i), timeout_s=launch.jobs[i].timeout_s, sandbox=s.sandbox,
+                                       extra_env=dict(launch.jobs[i].env)))
+        with LocalExecutor(s.jobs_dir / "runs", parallel) as executor:
+            ran = run_jobs(executor, specs)
+        for i, spec, result in zip(indices, specs, ran, strict=True):
+            results[i] = _result(launch.jobs[i], result, spec.workdir, s)
+            shutil.rmtree(spec.workdir, ignore_errors=True)
+    return tuple(results[i] for i in range(len(launch.jobs)))
+
+
+def _result(job: LaunchJob, result: JobResult, checkout: Path, s: LaunchSettings) -> LaunchResult:
+    collected = None
+    if job.artifacts:
+        collected = s.jobs_dir / "artifacts" / result.job_id
+        shutil.rmtree(collected, ignore_errors=True)
+        collect_artifacts(checkout, job.artifacts, collected)
+    stdout = ""
+    if result.stdout_path is not None and result.stdout_path.exists():
+        stdout = result.stdout_path.read_text("utf-8", "replace")
+    value = parse_metric(stdout, s.metric).value if result.state == "ok" else None
+    return LaunchResult(name=job.name, state=result.state, exit_code=result.exit_code, value=value,
+                        stdout_tail=result.stdout_tail, stderr_tail=result.stderr_tail,
+                        artifacts_dir=str(collected) if collected else None, elapsed_s=result.elapsed_s)
+
+
+def drive_attempt(agent: Agent, ctx: AgentContext, run: Callable[[Launch, int], Sequence[LaunchResult]],
+                  max_launches: int = 8) -> Action:
+    """Converse with `agent` for attempt `ctx`: `run(launch, number)` runs each Launch; returns
+    the final Submit or GiveUp (a GiveUp when more than `max_launches` launches were asked)."""
+    action = agent.start(ctx)
+    number = 0
+    while isinstance(action, Launch):
+        number += 1
+        if number > max_launches:
+            return GiveUp(f"more than {max_launches} launches in one attempt", stops_campaign=False)
+        action = agent.wake(ctx, tuple(run(action, number)))
+    return action

@@ -1,0 +1,67 @@
+"""The command agent's limits (DESIGN.md §8), kernel-enforced. `tool.py` repeats them for fast
+feedback to the agent; these are the truth: the kernel re-validates every request against them.
+"""
+
+from __future__ import annotations
+
+from ratchet.agents.base import MAX_LAUNCHES_PER_ATTEMPT
+
+CHANNEL_DIR = ".ratchet-sys"
+"""The channel folder at the top of an agent's workspace (never part of a candidate tree)."""
+
+TOOL_NAME = "ratchet-sys"
+"""The stdlib-only program the kernel copies into the channel at each leg."""
+
+MAX_LAUNCHES_PER_SLEEP = 8
+"""Launch requests honoured per sleep (per leg); more are refused with a message."""
+
+MAX_SLEEPS_PER_ATTEMPT = MAX_LAUNCHES_PER_ATTEMPT
+"""Legs ending in launches one attempt may take; one more ends the attempt `gave_up`."""
+
+MAX_ARRAY = 16
+"""Jobs of one launch (its array); a larger array is clamped to this."""
+
+MAX_JOBS_PER_LEG = MAX_LAUNCHES_PER_SLEEP * MAX_ARRAY
+"""Jobs one `Launch` action of the command agent may carry (8 launches of 16)."""
+
+MAX_COMMAND_CHARS = 2000
+"""Characters of a launched command."""
+
+MAX_ARTIFACTS = 8
+"""Artifacts declared per launch."""
+
+MAX_ARTIFACT_PATH_CHARS = 256
+"""Characters of one artifact path."""
+
+MAX_WHY_CHARS = 200
+"""Characters of a launch's `why`."""
+
+MAX_REPORT_CHARS = 8000
+"""Characters of the report a submit carries."""
+
+MAX_SUMMARY_CHARS = 200
+"""Characters of a submit's one-line summary."""
+
+MAX_NOTE_CHARS = 2000
+"""Characters of a sleep's note."""
+
+MAX_LAUNCH_MINUTES = 240.0
+"""Minutes one launched job may run; more is clamped to this."""
+
+MAX_NAME_CHARS = 64
+"""Characters of a launch's name ([A-Za-z0-9_.-])."""
+
+REQUEST_CAP_BYTES = 64 * 1024
+"""Bytes of one request or marker file the kernel reads; a larger file is refused unread."""
+
+MAX_REQUEST_FILES = 64
+"""Files of `requests/` read per leg; the others are removed unread, with a message."""
+
+ARTIFACT_CAP_BYTES = 1024 * 1024
+"""Bytes of one artifact copied back (a larger file is truncated, with a message)."""
+
+OUTPUT_TAIL_CHARS = 2000
+"""Characters of a launched job's stdout and stderr tails shown in a wake message."""
+
+NUDGES_PER_ATTEMPT = 1
+"""Times an agent that exits without a request is woken again before its attempt ends `gave_up`."""

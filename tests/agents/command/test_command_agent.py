@@ -1,0 +1,170 @@
+"""The command agent with real processes under bwrap and a real channel: the scripted example agent
+end to end, and hostile agents each contained with a clear record."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ratchet.agents.base import GiveUp, Launch, Submit
+from ratchet.core.errors import SandboxError
+from ratchet.workspace.scope import check_scope
+
+TOOL = ".ratchet-sys/ratchet-sys"
+
+
+def test_the_scripted_agent_launches_sleeps_reads_results_and_submits(agent_project):
+    p = agent_project
+    action = p.attempt()
+    assert isinstance(action, Submit), action
+    assert p.git.read_blob(action.tree, "model/smooth.py").decode().count("WINDOW = 25") == 1
+    assert p.git.read_blob(action.tree, "model/explore.py") is None
+    assert "Hypothesis" in action.report and action.summary == "moving average, window 25"
+    legs = p.recorder.legs()
+    assert [(leg["kind"], leg["outcome"]) for leg in legs] == [("start", "launch"), ("wake", "submit")]
+    prompt = p.recorder.text(legs[0]["message_blob"])
+    assert "Make `model/smooth.py` denoise the signal better" in prompt  # the brief file
+    wake = p.recorder.text(legs[1]["message_blob"])
+    out = wake.split("## explore[1]", 1)[1]
+    assert '<<<DATA stdout tail' in out and '"window": 25' in out.split(">>>END DATA", 1)[0]
+    assert "results/explore/1/explore-result.json" in wake
+    requests = p.recorder.text(legs[0]["requests_blob"])
+    assert '"array": 2' in requests and '"artifacts": ["explore-result.json"]' in requests
+    harvested = [d for k, d in p.recorder.events if k == "agent.harvested"]
+    assert [h["use"] for h in harvested] == ["launch", "submit"]
+    assert harvested[1]["taken"] == ["model/smooth.py"] and harvested[1]["violations"] == []
+    assert all(leg["state"] == "ok" and leg["elapsed_s"] > 0 for leg in legs)
+
+
+def test_an_agent_that_exits_without_a_request_is_nudged_once_then_gives_up(agent_project, write_script):
+    p = agent_project
+    p.set_agent("sh " + write_script(p.root, "idle.sh", "echo thinking about it\n"))
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp) and not action.stops_campaign
+    assert "again after a reminder" in action.reason
+    legs = p.recorder.legs()
+    assert [(leg["kind"], leg["outcome"]) for leg in legs] == [("start", "none"), ("nudge", "none")]
+    assert "This is the only reminder" in p.recorder.text(legs[1]["message_blob"])
+
+
+def test_an_agent_that_never_sleeps_is_killed_at_its_leg_limit(agent_project, write_script):
+    p = agent_project
+    p.set_agent("sh " + write_script(p.root, "forever.sh", "while true; do sleep 1; done\n"), timeout_s=1.5)
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp) and not action.stops_campaign
+    assert [leg["state"] for leg in p.recorder.legs()] == ["timeout", "timeout"]
+
+
+def test_a_daemon_forked_by_the_agent_dies_with_its_leg(agent_project, write_script):
+    p = agent_project
+    body = ("(setsid sh -c 'while true; do echo tick >> daemon.log; sleep 0.05; done' &)\n"
+            f"sleep 0.5\n{TOOL} submit --report 'left a daemon behind'\n")
+    p.set_agent("sh " + write_script(p.root, "daemon.sh", body))
+    agent = p.agent()
+    action = agent.start(p.context())
+    assert isinstance(action, Submit)
+    log = agent.attempt.workspace / "daemon.log"
+    size = log.stat().st_size
+    assert size > 0
+    time.sleep(0.5)
+    assert log.stat().st_size == size, "the daemon kept writing after the leg ended"
+    harvested = [d for k, d in p.recorder.events if k == "agent.harvested"]
+    assert "daemon.log" in harvested[0]["ignored"]
+
+
+def test_an_agent_editing_the_contract_or_the_benchmark_is_a_scope_violation(agent_project, write_script):
+    p = agent_project
+    body = ("echo 'print(\"{\\\"score\\\": 1000}\")' > bench.py\necho '# mine' >> ratchet.toml\n"
+            f"echo 'WINDOW = 7' >> model/smooth.py\n{TOOL} submit --report 'better numbers'\n")
+    p.set_agent("sh " + write_script(p.root, "cheat.sh", body))
+    action = p.agent().start(p.context())
+    assert isinstance(action, Submit)
+    c = p.contract
+    report = check_scope(p.git.diff_entries(p.git.tree_of("HEAD"), action.tree), c.scope.allowed,
+                         c.protected_paths, c.hidden_paths)
+    assert not report.ok
+    assert {v.split(":")[0] for v in report.violations} == {"bench.py", "ratchet.toml"}
+    (harvested,) = [d for k, d in p.recorder.events if k == "agent.harvested"]
+    assert {v.split(":")[0] for v in harvested["violations"]} == {"bench.py", "ratchet.toml"}
+
+
+def test_an_agent_cannot_write_outside_its_workspace(agent_project, write_script):
+    p = agent_project
+    targets = [p.root / "pwned", p.work / "pwned", p.root.parent / "pwned", "/usr/pwned"]
+    body = "".join(f"echo x > {t} 2>/dev/null && echo wrote {t} >> model/escapes.txt\n" for t in targets)
+    body += f"touch model/escapes.txt\n{TOOL} submit --report 'tried to escape'\n"
+    p.set_agent("sh " + write_script(p.root, "escape.sh", body))
+    action = p.agent().start(p.context())
+    assert isinstance(action, Submit)
+    escapes = p.git.read_blob(action.tree, "model/escapes.txt").decode()
+    assert str(p.root / "pwned") not in escapes and "/usr/pwned" not in escapes  # not even visible
+    # a path beside the workspace may be written inside the sandbox (its private /tmp), never on the host
+    assert not any(Path(t).exists() for t in targets)
+
+
+def test_an_agent_sees_only_the_passed_variables_of_the_operators_environment(agent_project, write_script,
+                                                                              monkeypatch):
+    p = agent_project
+    monkeypatch.setenv("OPERATOR_SECRET", "hunter2-operator")
+    monkeypatch.setenv("MODEL_KEY", "model-key-1")
+    body = ("env > model/env.txt\nfor f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done >> model/env.txt\n"
+            f"{TOOL} submit --report 'dumped what I can see'\n")
+    p.set_agent("sh " + write_script(p.root, "env.sh", body), pass_env=["MODEL_KEY"])
+    action = p.agent().start(p.context())
+    seen = p.git.read_blob(action.tree, "model/env.txt").decode()
+    assert "MODEL_KEY=model-key-1" in seen
+    assert "hunter2-operator" not in seen
+
+
+def test_a_channel_replaced_by_a_symlink_ends_the_attempt_not_the_campaign(agent_project, write_script,
+                                                                            tmp_path):
+    p = agent_project
+    body = f"{TOOL} launch --name a -- true\nrm -rf .ratchet-sys\nmkdir -p /tmp/x\nln -s /tmp/x .ratchet-sys\n"
+    p.set_agent("sh " + write_script(p.root, "swap.sh", body))
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp) and not action.stops_campaign
+    assert "symlink" in action.reason
+    assert p.recorder.legs()[-1]["outcome"] == "channel_refused"
+
+
+def test_requests_refused_by_the_kernel_are_named_in_the_next_wake(agent_project, write_script):
+    p = agent_project
+    bad = '{"kind": "launch", "name": "b", "command": "true", "array": true}'
+    body = (f"mkdir -p .ratchet-sys/requests\necho '{bad}' > .ratchet-sys/requests/0001-b.json\n"
+            f"{TOOL} launch --name ok --minutes 1 -- true\n{TOOL} sleep\n")
+    p.set_agent("sh " + write_script(p.root, "bad.sh", body))
+    agent = p.agent()
+    action = agent.start(p.context())
+    assert isinstance(action, Launch) and [j.group for j in action.jobs] == ["ok"]
+    assert action.jobs[0].env == {"SWEEP_INDEX": "0"}
+    assert any("array: Input should be a valid integer" in n for n in agent.attempt.notices)
+
+
+def test_without_a_working_bwrap_the_command_agent_is_refused_with_exit_2(agent_project):
+    with pytest.raises(SandboxError) as err:
+        agent_project.agent(bwrap="/bin/false")
+    assert err.value.code == "agent.sandbox_unavailable" and err.value.exit_code == 2
+
+
+def test_a_restarted_kernel_resumes_mid_launch_and_wakes_the_agent_once(agent_project):
+    from ratchet.agents.command.drive import LaunchSettings, run_launch
+    from ratchet.compute.base import SandboxSpec
+
+    p = agent_project
+    first = p.agent()
+    launch = first.start(p.context())
+    assert isinstance(launch, Launch) and len(launch.jobs) == 2
+    # the kernel dies here, after the leg was recorded and before the launches ran; a new one resumes
+    legs = p.recorder.legs()
+    second = p.agent()
+    assert second.resume(p.context(), legs, lambda digest: p.recorder.blobs[digest])
+    settings = LaunchSettings(p.work / "launches", metric="score", sandbox=SandboxSpec("bwrap", False))
+    action = second.wake(p.context(), run_launch(p.git, launch, 1, 1, settings))
+    assert isinstance(action, Submit) and "WINDOW = 25" in p.git.read_blob(action.tree, "model/smooth.py").decode()
+    assert [(leg["kind"], leg["leg"]) for leg in p.recorder.legs()] == [("start", 1), ("wake", 2)]
+
+
+def test_nothing_to_resume_before_a_leg_was_recorded(agent_project):
+    assert not agent_project.agent().resume(agent_project.context(), [], lambda d: b"")
