@@ -24,8 +24,8 @@ demo: $(VENV)/.installed
 demo-countries: $(VENV)/.installed
 	$(BIN)/python examples/demo.py countries
 
-demo-agent: $(VENV)/.installed-dev
-	$(BIN)/python examples/agent/demo.py
+demo-agent: $(VENV)/.installed
+	$(BIN)/python examples/demo.py agent
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q

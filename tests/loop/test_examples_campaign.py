@@ -15,7 +15,8 @@ from helpers import ratchet
 from repo_fixture import git
 
 from ratchet.agents.base import AgentContext, Launch, LaunchJob, LaunchResult, Submit
-from ratchet.commands.run import load_examples_data, make_agent, open_project
+from ratchet.commands.run import load_examples_data, open_project
+from ratchet.loop.agents import AgentLink, make_agent
 from ratchet.loop.campaign import Campaign, start_record
 from ratchet.loop.kernel import new_kernel
 from ratchet.present.progress import LogUI
@@ -150,7 +151,7 @@ def test_no_val_or_test_example_reaches_an_agent_or_a_job_checkout(tmp_path: Pat
     root = make_examples_repo(tmp_path / "r")
     loaded, git_ = open_project(root)
     data = load_examples_data(loaded)
-    view = make_agent(loaded.contract, root, git_).trees  # the same tree view every agent gets
+    view = make_agent(loaded.contract, root, git_, AgentLink()).trees  # the same tree view every agent gets
     agent = CopyEverythingAgent(view)
     kernel, salt = new_kernel(loaded)
     target = make_target(loaded.contract, root, kernel.sandbox, salt, data)

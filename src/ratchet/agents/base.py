@@ -17,8 +17,9 @@ from typing import Any, Protocol
 MAX_LAUNCHES_PER_ATTEMPT = 8
 """Legs of `Launch` one attempt may take before the kernel refuses more (an agent that never submits)."""
 
-MAX_JOBS_PER_LAUNCH = 16
-"""Jobs one `Launch` may ask for (the array limit of DESIGN.md §8)."""
+MAX_JOBS_PER_LAUNCH = 128
+"""Jobs one `Launch` (one leg's launches: 8 launches per sleep, arrays of at most 16) may ask for;
+the kernel runs no more."""
 
 
 @dataclass(frozen=True)

@@ -9,36 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.base import Agent
-from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract, load_contract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError
 from ratchet.core.unsupported import refuse_unsupported
 from ratchet.ledger.rundir import ensure_ratchet_dir
+from ratchet.loop.agents import AgentLink, make_agent
 from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
 from ratchet.present.progress import CampaignUI
+from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
 from ratchet.targets.examples import ExampleData, check_same_dataset, load_split
 from ratchet.targets.factory import make_target
 from ratchet.workspace.git import Git
-
-
-def make_agent(contract: Contract, root: Path, git: Git) -> Agent:
-    """The agent named by `agent.kind` (search or files in this build), seeing trees through a view
-    that hides `scope.hidden` and `target.examples`."""
-    from ratchet.agents.view import AgentTreeView
-
-    view = AgentTreeView(git, contract.hidden_paths)
-    if contract.agent.kind == "search":
-        from ratchet.agents.search import SearchAgent
-
-        assert contract.agent.search is not None
-        return SearchAgent(contract.agent.search, contract.target.direction, view)
-    from ratchet.agents.files import FilesAgent, list_candidates
-
-    assert contract.agent.files is not None
-    folder = root / contract.agent.files.path
-    list_candidates(folder)  # fail now (exit 2) when the folder is missing
-    return FilesAgent(folder, view)
 
 
 def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedContract, Git]:
@@ -75,7 +56,8 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
 
     loaded, git = open_project(directory)
     data = load_examples_data(loaded)
-    agent = make_agent(loaded.contract, loaded.root, git)
+    link = AgentLink()
+    agent = make_agent(loaded.contract, loaded.root, git, link, data)
     if resume is None:
         stale = interrupted_runs(loaded.root)
         if stale:
@@ -91,14 +73,17 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
         extra = {}
         if data is not None:
             extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
-                                 "sizes": data.split.sizes(), "warnings": list(data.examples.warnings)}
+                                 "sizes": data.split.sizes(), "warnings": list(data.examples.warnings),
+                                 "checks_version": CHECKS_VERSION}
         start_record(kernel, salt, commit, tree, target.reserve_units(), **extra)
     else:
         kernel = resume_kernel(loaded, resume)
         try:
             if data is not None:
                 started = kernel.find("run.started")
-                recorded = (started.data.get("examples") or {}).get("fingerprint_blob") if started else None
+                examples = (started.data.get("examples") or {}) if started else {}
+                refuse_other_checks_version(examples.get("checks_version"))
+                recorded = examples.get("fingerprint_blob")
                 check_same_dataset(kernel.blobs.get_json(recorded) if recorded else {}, data)
         except BaseException:
             kernel.close()
@@ -106,6 +91,7 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
         salt = kernel.state().salt or ""
         target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
         kernel.record("run.resumed", {"pid": _pid()})
+    link.bind(kernel)
     return _run(kernel, Campaign(kernel, agent, ui, target))
 
 

@@ -96,3 +96,25 @@ def limits(contract: Contract) -> Mapping[str, float | int]:
         "max_wall_s": b.max_wall_s,
         "max_val_trials": b.max_val_trials,
     }
+
+
+def launch_refusal(contract: Contract, used: BudgetUsed, launch_units: int, launch_wall_s: float,
+                   trial_units: int, reserve_units: int, max_parallel: int) -> str | None:
+    """Why an agent's launch may not run now, or None when it may.
+
+    Its worst case (`launch_units` job-units, `launch_wall_s` seconds of job time) must fit after
+    setting aside one trial's worst case (`trial_units`: the attempt still has to be judged) and the
+    final measurement (`reserve_units`). Wall time counts the launch's jobs `max_parallel` at a time.
+    """
+    b = contract.budget
+    if b.max_evaluations and used.evaluations + launch_units + trial_units + reserve_units > b.max_evaluations:
+        left = b.max_evaluations - used.evaluations - trial_units - reserve_units
+        return (f"max_evaluations: {launch_units} job-units asked, {max(left, 0)} left after reserving "
+                f"{trial_units} for the trial and {reserve_units} for the final measurement")
+    wall = launch_wall_s / max(1, max_parallel)
+    if b.max_wall_s and used.wall_s + wall > b.max_wall_s:
+        return (f"max_wall: the launch may take {wall:.0f} s, {max(b.max_wall_s - used.wall_s, 0):.0f} s of "
+                "wall time are left")
+    if b.max_cpu_hours and used.cpu_hours + launch_wall_s / 3600 > b.max_cpu_hours:
+        return f"max_cpu_hours: the launch may take {launch_wall_s / 3600:.2f} CPU hours"
+    return None

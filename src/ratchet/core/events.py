@@ -23,6 +23,8 @@ EventKind = Literal[
     "run.resumed",
     "attempt.started",
     "agent.launched",
+    "agent.leg",
+    "agent.harvested",
     "attempt.submitted",
     "attempt.gave_up",
     "trial.planned",
@@ -38,7 +40,12 @@ EVENT_KINDS: Mapping[str, str] = {
     "run.started": "a campaign began: run id, contract digest, baseline commit/tree, salt, limits",
     "run.resumed": "a kernel (data.pid) resumed an interrupted run; a new wall-clock session starts",
     "attempt.started": "attempt data.attempt (1-based, unique in the run) began",
-    "agent.launched": "the agent launched its own experiments (data.jobs) during an attempt",
+    "agent.launched": "the agent launched its own experiments (data.jobs, the launch in full as data.launch_blob; "
+                      "data.refused when the budget could not cover it and nothing ran)",
+    "agent.leg": "a command agent's CLI ran one leg (data.kind start|wake|nudge, data.outcome, its prompt or wake "
+                 "message and requests as blobs, seconds, tokens where the CLI reported them)",
+    "agent.harvested": "a command agent's workspace became a tree (data.use launch|submit, the paths taken, "
+                       "the paths listed but not taken, scope violations)",
     "attempt.submitted": "the agent submitted a candidate tree with a report (data.report_blob)",
     "attempt.gave_up": "the agent gave up the attempt without a candidate (data.reason)",
     "trial.planned": "a trial's plan was compiled (stage trial | confirm | holdout, data.plan_digest)",

@@ -64,7 +64,8 @@ class Judgment:
 @dataclass(frozen=True)
 class AttemptState:
     """One attempt. Verdict fields come from its stage "trial" judgment (the last one recorded);
-    `confirm` is its stage "confirm" judgment; `gave_up` the agent's reason when it gave up."""
+    `confirm` is its stage "confirm" judgment; `gave_up` the agent's reason when it gave up, and
+    `stops_campaign` whether that give-up ended the campaign (else only the attempt)."""
 
     attempt: int
     tree: str | None = None
@@ -72,6 +73,7 @@ class AttemptState:
     params: Mapping[str, Any] | None = None
     report_blob: str | None = None
     launches: int = 0
+    legs: int = 0
     verdict: str | None = None
     reason: str | None = None
     reason_text: str | None = None
@@ -82,6 +84,7 @@ class AttemptState:
     level: float | None = None
     confirm: Judgment | None = None
     gave_up: str | None = None
+    stops_campaign: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,12 @@ class _Folder:
         current = self.attempts.get(d.get("attempt"))
         self.touch_attempt(d.get("attempt"), launches=(current.get("launches", 0) if current else 0) + 1)
 
+    def on_agent_leg(self, d: Mapping[str, Any]) -> None:
+        self.touch_attempt(d.get("attempt"), legs=self.attempts.get(d.get("attempt"), {}).get("legs", 0) + 1)
+
+    def on_agent_harvested(self, d: Mapping[str, Any]) -> None:
+        pass  # a record for the report and verify; no state
+
     def on_attempt_submitted(self, d: Mapping[str, Any]) -> None:
         params = d.get("params")
         self.touch_attempt(
@@ -276,7 +285,8 @@ class _Folder:
         )
 
     def on_attempt_gave_up(self, d: Mapping[str, Any]) -> None:
-        self.touch_attempt(d.get("attempt"), gave_up=d.get("reason"))
+        # Recorded before `stops_campaign` existed, every give-up ended the campaign.
+        self.touch_attempt(d.get("attempt"), gave_up=d.get("reason"), stops_campaign=d.get("stops_campaign", True))
 
     def on_trial_planned(self, d: Mapping[str, Any]) -> None:
         self.open_trial = d

@@ -219,6 +219,12 @@ class Index:
             (d.get("attempt"),),
         )
 
+    def _on_agent_leg(self, seq: int, d: Mapping[str, Any]) -> None:
+        return None  # kept in the events table; no projection
+
+    def _on_agent_harvested(self, seq: int, d: Mapping[str, Any]) -> None:
+        return None  # kept in the events table; no projection
+
     def _on_attempt_submitted(self, seq: int, d: Mapping[str, Any]) -> None:
         self._upsert(
             "attempts", "attempt", d.get("attempt"), **_pick(d, "tree", "summary", "params", "report_blob")

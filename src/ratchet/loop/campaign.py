@@ -12,14 +12,25 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, PastAttempt, Submit
-from ratchet.core.budget import exhausted, forecast, limits, trial_worst_case
+from ratchet.agents.base import (
+    MAX_JOBS_PER_LAUNCH,
+    MAX_LAUNCHES_PER_ATTEMPT,
+    Action,
+    Agent,
+    AgentContext,
+    GiveUp,
+    Launch,
+    PastAttempt,
+    Submit,
+)
+from ratchet.core.budget import exhausted, forecast, launch_refusal, limits, trial_worst_case
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate import Decision, margin_for
 from ratchet.core.plan import Plan, Stage
 from ratchet.core.state import RunState, parse_ts
 from ratchet.core.stats.multiplicity import trial_level
 from ratchet.loop.kernel import Kernel
+from ratchet.loop.launch import MAX_LAUNCH_TIMEOUT_S, launch_from_json, refused_results, run_launch
 from ratchet.loop.measure import Interrupted, Progress
 from ratchet.loop.trial import TrialOutcome, run_plan, settings_for
 from ratchet.present.progress import CampaignUI
@@ -72,7 +83,7 @@ class Campaign:
                 return "interrupted", None
             state = self.k.state()
             last = state.attempt(state.last_attempt)
-            if last is not None and last.gave_up is not None:
+            if last is not None and last.gave_up is not None and last.stops_campaign:
                 return "agent_stopped", None  # recorded before a kill: do not start another attempt
             number, in_progress = self._next_attempt(state)
             if not in_progress:
@@ -153,25 +164,60 @@ class Campaign:
         submitted = self.k.find("attempt.submitted", attempt=number)
         action = self._recorded_submission(submitted.data) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
-            self.k.once("attempt.gave_up", {"attempt": number, "reason": action.reason}, "attempt")
-            self.ui.note(f"attempt {number}: the agent gave up: {action.reason}")
-            return "agent_stopped"
+            self.k.once("attempt.gave_up", {"attempt": number, "reason": action.reason,
+                                            "stops_campaign": action.stops_campaign}, "attempt")
+            if action.stops_campaign:
+                self.ui.note(f"attempt {number}: the agent has nothing more to propose: {action.reason}")
+                return "agent_stopped"
+            self.ui.note(f"attempt {number} gave up: {action.reason}")
+            return "gave_up"
         self._submit(number, action)
         return "judged"
 
     def _converse(self, ctx: AgentContext) -> Action:
-        from ratchet.agents.base import MAX_LAUNCHES_PER_ATTEMPT
-        from ratchet.loop.launch import run_launch
-
-        action = self.agent.start(ctx)
-        launches = 0
+        """The legs of one attempt: start (or resume), then each Launch run and woken, until a
+        Submit or a GiveUp. More than MAX_LAUNCHES_PER_ATTEMPT launches end the attempt, not the
+        campaign; a launch whose worst case does not fit the budget runs no job."""
+        launched = [e.data for e in self.k.log.events
+                    if e.kind == "agent.launched" and e.data.get("attempt") == ctx.attempt]
+        action = self._resumed(ctx, launched) or self.agent.start(ctx)
+        number = len(launched)  # a resumed or restarted attempt goes on numbering its launches
         while isinstance(action, Launch):
-            launches += 1
-            if launches > MAX_LAUNCHES_PER_ATTEMPT:
-                return GiveUp(f"more than {MAX_LAUNCHES_PER_ATTEMPT} launches in one attempt")
-            results = run_launch(self.k, ctx, launches, action)
+            number += 1
+            if number > MAX_LAUNCHES_PER_ATTEMPT:
+                return GiveUp(f"more than {MAX_LAUNCHES_PER_ATTEMPT} launches in one attempt", stops_campaign=False)
+            refusal = self._launch_refusal(action)
+            if refusal is not None:
+                self.ui.note(f"attempt {ctx.attempt}: launch {number} not run: {refusal}")
+                self.k.once("agent.launched", {"attempt": ctx.attempt, "launch": number, "jobs": [],
+                                               "note": action.note[:2000], "refused": refusal}, "attempt", "launch")
+                results = refused_results(action, refusal)
+            else:
+                results = run_launch(self.k, ctx, number, action, self.ui.jobs)
             action = self.agent.wake(ctx, results)
         return action
+
+    def _resumed(self, ctx: AgentContext, launched: list[dict[str, Any]]) -> Action | None:
+        """After a kernel restart mid-attempt: an agent that can pick its conversation up again
+        (`resume`) and whose last leg launched gets that launch replayed (finished jobs reused) and
+        is woken once; None otherwise (the attempt starts again, launch numbers continuing)."""
+        resume = getattr(self.agent, "resume", None)
+        legs = [e.data for e in self.k.log.events if e.kind == "agent.leg" and e.data.get("attempt") == ctx.attempt]
+        if resume is None or not legs or not launched or not resume(ctx, legs, self.k.blobs.get_bytes):
+            return None
+        last = launched[-1]
+        if last.get("refused") or not last.get("launch_blob"):
+            return None
+        action = launch_from_json(self.k.blobs.get_json(last["launch_blob"]))
+        results = run_launch(self.k, ctx, last["launch"], action, self.ui.jobs)
+        return self.agent.wake(ctx, results)
+
+    def _launch_refusal(self, action: Launch) -> str | None:
+        state = self.k.state()
+        jobs = action.jobs[:MAX_JOBS_PER_LAUNCH]
+        wall = sum(min(j.timeout_s, MAX_LAUNCH_TIMEOUT_S) for j in jobs)
+        return launch_refusal(self.contract, state.budget_used, len(jobs), wall, self._trial_worst(), self._reserve(),
+                              self.contract.compute.max_parallel)
 
     def _recorded_submission(self, data: dict[str, Any]) -> Submit:
         """The Submit recorded by `attempt.submitted` (a resume measures exactly what was submitted,

@@ -37,7 +37,8 @@ class Runner:
     """Measures planned jobs of one target (see the module docstring).
 
     done: job_id -> `job.finished` data already in the ledger (reused, never re-run); cache: the
-    measurement cache (None: off); progress: see Progress.
+    measurement cache (None: off); progress: see Progress. `after(task, checkout)`, when set, is
+    called once a task's job has ended, before its checkout is removed (an agent's artifacts).
     """
 
     def __init__(self, *, git: Git, executor: Executor, target: Target, work_dir: Path, record: Record,
@@ -51,6 +52,7 @@ class Runner:
         self.cache = cache
         self.done = dict(done or {})
         self.progress = progress
+        self.after: Callable[[Task, Path], None] | None = None
         self._lock = threading.Lock()
 
     def measure(self, jobs: Sequence[PlannedJob], *, attempt: int, stage: str) -> dict[str, UnitResult]:
@@ -98,6 +100,8 @@ class Runner:
             if result.state == "cancelled":
                 return
             task = by_id[result.job_id]
+            if self.after is not None:
+                self.after(task, self.work_dir / task.job_id)
             outcome = self.target.read(task, result)
             self._finished(outcome, attempt, stage)
             self._store(task, outcome)

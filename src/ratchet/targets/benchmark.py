@@ -109,10 +109,11 @@ class BenchmarkTarget(ShellJobs):
         return mean, (low if self.direction == "max" else high)
 
 
-def launch_jobs_target(contract: Contract, sandbox: SandboxSpec,
-                       commands: Mapping[str, tuple[str, float]]) -> ShellJobs:
-    """Shell jobs for an agent's own experiments: each job's own command and timeout, the target's
-    metric read when printed, never cached."""
+def launch_jobs_target(contract: Contract, sandbox: SandboxSpec, commands: Mapping[str, tuple[str, float]],
+                       envs: Mapping[str, Mapping[str, str]] | None = None) -> ShellJobs:
+    """Shell jobs for an agent's own experiments: each job's own command, timeout and extra
+    variables, the target's metric read when printed, never cached."""
     t = contract.target
     return ShellJobs(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
-                     kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=False, commands=commands)
+                     kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=False, commands=commands,
+                     envs=envs)

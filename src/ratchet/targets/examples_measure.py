@@ -35,7 +35,7 @@ crash: the solution exited non-zero or was killed by a signal (or the shard's jo
 whole). timeout: the solution ran past `target.timeout_s` (or the shard's job timed out).
 output_too_large: its stdout passed EXAMPLE_OUTPUT_CAP_BYTES. missing: the shard's output held no
 single valid record for it. check_error: a check could not judge (a custom script crashed or timed
-out, an expected output that is not JSON or not a number); the example counts as failed.
+out, an expected value of a type the check cannot judge); the example counts as failed.
 """
 
 EXAMPLE_STATUSES: tuple[str, ...] = get_args(ExampleStatus)

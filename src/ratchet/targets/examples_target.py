@@ -29,7 +29,7 @@ from ratchet.core.stats.paired import wilson_interval
 from ratchet.targets import shard_runner
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.checks import ScriptRunner, parse_shard_lines
-from ratchet.targets.examples import Example, Split, clamp_looks, val_order
+from ratchet.targets.examples import Example, Split, clamp_looks, status_counts, val_order
 from ratchet.targets.examples_measure import (
     DEFAULT_SHARD_SIZE,
     EXAMPLES_SEED,
@@ -53,11 +53,13 @@ _PLANNED_ID = re.compile(r"^(?P<head>.+)-u\d+-(?P<variant>champion|candidate)(?P
 
 
 def pass_rate(results: Sequence[ExampleResult]) -> dict[str, Any]:
-    """{"passes", "n", "rate", "interval"} with the Wilson 95% interval (Wilson 1927)."""
+    """{"passes", "n", "rate", "interval", "statuses"}: the Wilson 95% interval (Wilson 1927) and how the
+    failed examples ended (examples.status_counts)."""
     n = len(results)
     passes = sum(r.passed for r in results)
     low, high = wilson_interval(passes, n)
-    return {"passes": passes, "n": n, "rate": passes / n if n else None, "interval": [low, high]}
+    return {"passes": passes, "n": n, "rate": passes / n if n else None, "interval": [low, high],
+            "statuses": status_counts((r.passed, r.status) for r in results)}
 
 
 def per_check_rates(results: Sequence[ExampleResult]) -> dict[str, float]:

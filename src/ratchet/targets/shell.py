@@ -63,11 +63,13 @@ class ShellJobs:
     command / timeout_s: the default command and per-job timeout; commands: job_id -> (command,
     timeout_s) overriding them (an agent's experiments; never cached). metric: the JSON key read
     from stdout (None: only the exit state counts). cache: whether measurements may be cached.
+    envs: job_id -> extra variables Ratchet sets for that job (`SWEEP_INDEX` of an agent's array).
     """
 
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
                  sandbox: SandboxSpec, exclude: Sequence[str] = (), cache: bool = True,
-                 commands: Mapping[str, tuple[str, float]] | None = None):
+                 commands: Mapping[str, tuple[str, float]] | None = None,
+                 envs: Mapping[str, Mapping[str, str]] | None = None):
         self.command = command
         self.metric = metric
         self.seed_env = seed_env
@@ -77,13 +79,14 @@ class ShellJobs:
         self.exclude = tuple(exclude)
         self.cacheable = cache and commands is None
         self.commands = dict(commands or {})
+        self.envs = dict(envs or {})
 
     def tasks(self, jobs: Sequence[PlannedJob]) -> list[Task]:
         """One task per planned job, same id."""
         return [Task(job.job_id, job.variant, job.tree, (job,)) for job in jobs]
 
     def _env(self, job: PlannedJob) -> dict[str, str]:
-        return job_env(self.seed_env, job.seed, job.job_id, job.variant, str(job.unit))
+        return job_env(self.seed_env, job.seed, job.job_id, job.variant, str(job.unit), self.envs.get(job.job_id))
 
     def spec(self, task: Task, checkout: Path) -> JobSpec:
         """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment."""

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from command_drive import LaunchSettings, drive_attempt, run_launch
 from repo_fixture import git
 
 from ratchet.agents.base import Action, AgentContext
 from ratchet.agents.command.agent import CommandAgent
-from ratchet.agents.command.drive import LaunchSettings, drive_attempt, run_launch
 from ratchet.agents.command.factory import build_command_agent
 from ratchet.compute.base import SandboxSpec
 from ratchet.core.canonical import digest_bytes
@@ -22,7 +22,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.contract_load import load_contract
 from ratchet.workspace.git import Git
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "agent" / "project"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "agent"
 
 
 @dataclass
@@ -96,7 +96,7 @@ def _toml(value: Any) -> str:
 
 @pytest.fixture
 def agent_project(tmp_path: Path) -> AgentProject:
-    """examples/agent/project copied to tmp_path/"project" and committed; tmp_path/"work" is the
+    """examples/agent copied to tmp_path/"project" and committed; tmp_path/"work" is the
     kernel's work directory (outside the project)."""
     root = tmp_path / "project"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))

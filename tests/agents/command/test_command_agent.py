@@ -149,7 +149,8 @@ def test_without_a_working_bwrap_the_command_agent_is_refused_with_exit_2(agent_
 
 
 def test_a_restarted_kernel_resumes_mid_launch_and_wakes_the_agent_once(agent_project):
-    from ratchet.agents.command.drive import LaunchSettings, run_launch
+    from command_drive import LaunchSettings, run_launch
+
     from ratchet.compute.base import SandboxSpec
 
     p = agent_project

@@ -1,8 +1,8 @@
-"""One attempt of a command agent driven without the campaign: start, run each `Launch` for real
-on an executor, wake, until a `Submit` or a `GiveUp`.
+"""Test harness: one attempt of a command agent driven without the campaign: start, run each
+`Launch` for real on an executor, wake, until a `Submit` or a `GiveUp`.
 
-This is the reference of what the loop does with a command agent's launches (and what the tests
-and `examples/agent/` use until `agent.kind = "command"` is wired into the campaign): each job runs
+The campaign does this through `loop/launch.py` (budget checks, the ledger); the agent tests here
+drive the agent directly so each hostile behaviour is seen in isolation: each job runs
 in a clean checkout of its tree, with `SWEEP_INDEX` in its environment, at most `max_parallel` jobs
 of one launch at a time; its declared artifacts are copied back by `collect_artifacts` after it
 ends and before its checkout is removed; its metric is read like a benchmark's. No budget is
@@ -21,7 +21,10 @@ from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, Lau
 from ratchet.agents.command.artifacts import collect_artifacts
 from ratchet.compute.base import JobResult, SandboxSpec, run_jobs
 from ratchet.compute.local import LocalExecutor
-from ratchet.targets.benchmark import benchmark_job, parse_metric
+from ratchet.core.plan import PlannedJob
+from ratchet.targets.base import Task
+from ratchet.targets.metric import parse_metric
+from ratchet.targets.shell import ShellJobs
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,11 @@ def run_launch(project: Any, launch: Launch, number: int, attempt: int, s: Launc
             checkout = s.jobs_dir / "checkouts" / job_id
             shutil.rmtree(checkout, ignore_errors=True)
             project.materialize_tree(launch.jobs[i].tree, checkout)
-            specs.append(benchmark_job(job_id=job_id, command=launch.jobs[i].command, workdir=checkout,
-                                       seed=launch.jobs[i].seed, seed_env=s.seed_env, variant="experiment",
-                                       unit=str(i), timeout_s=launch.jobs[i].timeout_s, sandbox=s.sandbox,
-                                       extra_env=dict(launch.jobs[i].env)))
+            job = launch.jobs[i]
+            shell = ShellJobs(command=job.command, metric=s.metric, seed_env=s.seed_env, timeout_s=job.timeout_s,
+                              kind="benchmark", sandbox=s.sandbox, cache=False, envs={job_id: dict(job.env)})
+            planned = PlannedJob(job_id, "experiment", job.tree or "", i, job.seed, 0, 0)  # type: ignore[arg-type]
+            specs.append(shell.spec(Task(job_id, "experiment", planned.tree, (planned,)), checkout))
         with LocalExecutor(s.jobs_dir / "runs", parallel) as executor:
             ran = run_jobs(executor, specs)
         for i, spec, result in zip(indices, specs, ran, strict=True):
