@@ -95,6 +95,10 @@ def limits(contract: Contract) -> Mapping[str, float | int]:
         "max_gpu_hours": b.max_gpu_hours,
         "max_wall_s": b.max_wall_s,
         "max_val_trials": b.max_val_trials,
+        "max_model_calls": b.max_model_calls,
+        "max_input_tokens": b.max_input_tokens,
+        "max_output_tokens": b.max_output_tokens,
+        "max_usd": b.max_usd,
     }
 
 

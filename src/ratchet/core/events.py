@@ -25,6 +25,8 @@ EventKind = Literal[
     "agent.launched",
     "agent.leg",
     "agent.harvested",
+    "model.reserved",
+    "model.called",
     "attempt.submitted",
     "attempt.gave_up",
     "trial.planned",
@@ -46,6 +48,8 @@ EVENT_KINDS: Mapping[str, str] = {
                  "message and requests as blobs, seconds, tokens where the CLI reported them)",
     "agent.harvested": "a command agent's workspace became a tree (data.use launch|submit, the paths taken, "
                        "the paths listed but not taken, scope violations)",
+    "model.reserved": "the llm agent's next call holds its worst case (data.key, data.charge) before it is sent",
+    "model.called": "a model call ended (data.outcome, the request and reply blobs, usage, data.charged)",
     "attempt.submitted": "the agent submitted a candidate tree with a report (data.report_blob)",
     "attempt.gave_up": "the agent gave up the attempt without a candidate (data.reason)",
     "trial.planned": "a trial's plan was compiled (stage trial | confirm | holdout, data.plan_digest)",

@@ -136,6 +136,7 @@ class RunState:
     direction: str | None = None
     sessions: int = 0
     repairs: int = 0
+    model_calls: int = 0
     last_seq: int = -1
 
     def attempt(self, number: int) -> AttemptState | None:
@@ -196,6 +197,7 @@ class _Folder:
         self.direction: str | None = None
         self.sessions = 0
         self.repairs = 0
+        self.model_calls = 0
         self.last_seq = -1
         self.attempts: dict[int, dict[str, Any]] = {}  # number -> AttemptState fields set so far
         self.finished: dict[str, Mapping[str, Any]] = {}
@@ -273,6 +275,12 @@ class _Folder:
 
     def on_agent_harvested(self, d: Mapping[str, Any]) -> None:
         pass  # a record for the report and verify; no state
+
+    def on_model_reserved(self, d: Mapping[str, Any]) -> None:
+        pass  # the llm agent replays its own budget from these (loop.agents.model_budget_records)
+
+    def on_model_called(self, d: Mapping[str, Any]) -> None:
+        self.model_calls += 1
 
     def on_attempt_submitted(self, d: Mapping[str, Any]) -> None:
         params = d.get("params")
@@ -379,6 +387,7 @@ class _Folder:
             direction=self.direction,
             sessions=self.sessions,
             repairs=self.repairs,
+            model_calls=self.model_calls,
             last_seq=self.last_seq,
         )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ratchet.core.contract import Contract
 from ratchet.core.errors import UnsupportedError
 
-SUPPORTED_AGENTS = frozenset({"search", "files", "command"})
+SUPPORTED_AGENTS = frozenset({"search", "files", "command", "llm"})
 SUPPORTED_TARGETS = frozenset({"benchmark", "examples"})
 SUPPORTED_BACKENDS = frozenset({"local"})
 

@@ -225,6 +225,12 @@ class Index:
     def _on_agent_harvested(self, seq: int, d: Mapping[str, Any]) -> None:
         return None  # kept in the events table; no projection
 
+    def _on_model_reserved(self, seq: int, d: Mapping[str, Any]) -> None:
+        return None  # kept in the events table; no projection
+
+    def _on_model_called(self, seq: int, d: Mapping[str, Any]) -> None:
+        return None  # kept in the events table; no projection
+
     def _on_attempt_submitted(self, seq: int, d: Mapping[str, Any]) -> None:
         self._upsert(
             "attempts", "attempt", d.get("attempt"), **_pick(d, "tree", "summary", "params", "report_blob")

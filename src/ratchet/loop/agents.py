@@ -6,8 +6,8 @@ agent records to that kernel once it is.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,17 @@ EVENT_KEYS: Mapping[str, tuple[str, ...]] = {"agent.leg": ("attempt", "leg"),
 
 @dataclass
 class AgentLink:
-    """The agent's way to the run's kernel (set by `bind` once the kernel is open)."""
+    """The agent's way to the run's kernel (set by `bind` once the kernel is open); `on_bind`
+    callbacks run then (the llm agent rebuilds its model budget from the ledger)."""
 
     kernel: Kernel | None = None
+    on_bind: list[Callable[[Kernel], None]] = field(default_factory=list)
 
     def bind(self, kernel: Kernel) -> None:
-        """Attach the open kernel."""
+        """Attach the open kernel and run the `on_bind` callbacks."""
         self.kernel = kernel
+        for callback in self.on_bind:
+            callback(kernel)
 
     def _k(self) -> Kernel:
         if self.kernel is None:
@@ -86,9 +90,111 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         dev = [{"input": ex.input, "expected_output": ex.expected_output} for ex in data.split.dev] if data else None
         return build_command_agent(contract, root, git, agent_work_dir(root), link.put_bytes, link.record,
                                    dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left)
+    if kind == "llm":
+        return _llm_agent(contract, root, view, link)
     from ratchet.agents.files import FilesAgent, list_candidates
 
     assert contract.agent.files is not None
     folder = root / contract.agent.files.path
     list_candidates(folder)  # fail now (exit 2) when the folder is missing
     return FilesAgent(folder, view)
+
+
+def _llm_agent(contract: Contract, root: Path, view: Any, link: AgentLink) -> Agent:
+    from ratchet.agents.llm.agent import LlmAgent
+    from ratchet.agents.llm.budget import ModelBudget, ModelLimits
+
+    limits = ModelLimits.from_contract(contract)
+    agent = LlmAgent.build(contract, root, view, ModelBudget(limits), LedgerJournal(link), LedgerEvidence(link))
+
+    def replay(kernel: Kernel) -> None:  # a resume: what earlier sessions spent and reserved stays charged
+        agent.client.budget = ModelBudget.replay(limits, model_budget_records(kernel))
+
+    link.on_bind.append(replay)
+    return agent
+
+
+# --- the llm agent's journal and evidence -----------------------------------------------------------
+
+
+class LedgerJournal:
+    """The llm agent's Journal over the run's ledger: prompts and replies as blobs (fsynced before
+    they are used), `model.reserved` before each request is sent, `model.called` when it ended."""
+
+    def __init__(self, link: AgentLink):
+        self.link = link
+
+    def put_blob(self, data: bytes) -> str:
+        """Store bytes as a durable blob; returns its digest."""
+        return self.link.put_bytes(data)
+
+    def get_blob(self, digest: str) -> bytes:
+        """The bytes of a stored blob (LedgerError when missing or corrupt)."""
+        return self.link._k().blobs.get_bytes(digest)
+
+    def record_reservation(self, reservation: Any, request_digest: str, request_blob: str) -> None:
+        """`model.reserved`: the call's worst case is held (recorded before the request is sent)."""
+        self.link._k().record("model.reserved", {"key": reservation.key, "charge": reservation.charge.to_json(),
+                                                 "request_digest": request_digest, "request_blob": request_blob})
+
+    def record_call(self, record: Any) -> None:
+        """`model.called`: how the call ended and what it was charged."""
+        self.link._k().record("model.called", record.to_json())
+
+    def find_call(self, key: str) -> Any:
+        """The latest recorded call of slot `key`, or None (a resume reuses its reply)."""
+        from ratchet.agents.llm.records import CallRecord
+
+        event = self.link._k().find("model.called", key=key)
+        return CallRecord.from_json(dict(event.data)) if event is not None else None
+
+
+def model_budget_records(kernel: Kernel) -> list[Any]:
+    """The run's model reservations and settlements in ledger order (ModelBudget.replay's input)."""
+    from ratchet.agents.llm.budget import ModelCharge, Reservation, Settlement
+
+    out: list[Any] = []
+    for e in kernel.log.events:
+        if e.kind == "model.reserved":
+            out.append(Reservation(e.data["key"], ModelCharge.from_json(e.data["charge"])))
+        elif e.kind == "model.called":
+            out.append(Settlement(e.data["key"], ModelCharge.from_json(e.data["charged"])))
+    return out
+
+
+class LedgerEvidence:
+    """What the llm agent may know of the run, from its folded state: the champion's figures and
+    each judged attempt's verdict, estimate and bound (never unit seeds, never holdout figures)."""
+
+    def __init__(self, link: AgentLink):
+        self.link = link
+
+    def champion(self, ctx: Any) -> Any:
+        """The champion's last measured mean and its gain's interval, or None before any trial."""
+        from ratchet.agents.llm.evidence import ChampionFigures
+
+        k = self.link._k()
+        judged = [e.data for e in k.log.events if e.kind == "trial.judged" and e.data.get("stage") == "trial"
+                  and e.data.get("champion_mean") is not None]
+        if not judged:
+            return None
+        last = judged[-1]
+        return ChampionFigures(last["champion_mean"], None, None, int(last.get("units") or 0))
+
+    def attempts(self, ctx: Any) -> list[Any]:
+        """One summary per judged attempt, oldest first."""
+        from ratchet.agents.llm.evidence import AttemptSummary
+        from ratchet.present.status import final_verdict
+
+        out = []
+        for a in self.link._k().state().attempts:
+            if a.verdict is None or a.attempt >= ctx.attempt:
+                continue
+            verdict, reason = final_verdict(a)
+            bound = a.interval[0] if a.interval else None
+            out.append(AttemptSummary(a.attempt, a.summary or "", verdict, reason, a.estimate, bound))
+        return out
+
+    def dev_failures(self, ctx: Any) -> list[Any]:
+        """Not measured by this build: the dev split's per-example outputs are not kept."""
+        return []

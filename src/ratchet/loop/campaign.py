@@ -93,6 +93,8 @@ class Campaign:
             outcome = self._attempt(number)
             if outcome == "agent_stopped":
                 return "agent_stopped", None
+            if outcome == "budget_exhausted":
+                return "budget_exhausted", getattr(self.agent, "stopped_by_budget", None)
 
     def _next_attempt(self, state: RunState) -> tuple[int, bool]:
         """The attempt to work on: an unfinished one (resume) or the next number."""
@@ -130,6 +132,8 @@ class Campaign:
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
         name = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
+        agent_budget = getattr(self.agent, "budget_stop", None)  # an agent's own budget (model calls, tokens, USD)
+        name = name or (agent_budget() if agent_budget is not None else None)
         return ("budget_exhausted", name) if name else None
 
     def _target_reached(self, target: float) -> bool:
@@ -166,6 +170,9 @@ class Campaign:
         if isinstance(action, GiveUp):
             self.k.once("attempt.gave_up", {"attempt": number, "reason": action.reason,
                                             "stops_campaign": action.stops_campaign}, "attempt")
+            if getattr(self.agent, "stopped_by_budget", None):
+                self.ui.note(f"attempt {number}: {action.reason}")
+                return "budget_exhausted"
             if action.stops_campaign:
                 self.ui.note(f"attempt {number}: the agent has nothing more to propose: {action.reason}")
                 return "agent_stopped"

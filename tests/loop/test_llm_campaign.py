@@ -1,0 +1,97 @@
+"""The llm agent in a real campaign: `ratchet run` against a chat-completions server on 127.0.0.1
+(the real openai SDK, real HTTP), every call recorded, the key never written, budgets stopping the
+run exactly at their limit, a resume re-requesting nothing already answered."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import sys as _sys
+from pathlib import Path
+
+import pytest
+from helpers import events, ratchet, set_contract
+
+_sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents" / "llm"))
+from llm_server import ChatServer, reply  # noqa: E402
+
+KEY = "sk-test-CAMPAIGN-0123456789abcdef"
+
+GOOD = """SUMMARY: move x to the optimum
+Hypothesis: the score peaks at x = 3.
+
+params.toml
+<<<<<<< SEARCH
+x = 0.0
+=======
+x = 3.0
+>>>>>>> REPLACE
+"""
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def server():
+    s = ChatServer().start()
+    yield s
+    s.close()
+
+
+def llm_project(root: Path, url: str, budget: str = "max_attempts = 2") -> None:
+    text = (root / "ratchet.toml").read_text()
+    text = text[: text.index("[agent]")] + (
+        f'[agent]\nkind = "llm"\n[agent.llm]\nbase_url = "{url}"\nmodel = "test-model"\n'
+        'api_key_env = "TEST_LLM_KEY"\nrequest_timeout_s = 5\nmax_output_tokens = 200\n\n'
+        f"[gate]\nunits = [6, 12]\nholdout_units = 6\n\n[budget]\n{budget}\n")
+    set_contract(root, replace={(root / "ratchet.toml").read_text(): text})
+
+
+def run_env() -> dict[str, str]:
+    return {"TEST_LLM_KEY": KEY}
+
+
+def test_a_model_proposes_an_edit_that_is_measured_and_promoted(bench_repo: Path, server):
+    server.default = reply(GOOD)
+    llm_project(bench_repo, server.url)
+    code, out, _ = ratchet("run", str(bench_repo), env=run_env())
+    assert code == 0, out
+    assert out["result"]["promotions"] == 1
+    evs = events(bench_repo, out["result"]["run_id"])
+    kinds = [e["kind"] for e in evs]
+    assert kinds.index("model.reserved") < kinds.index("model.called") < kinds.index("attempt.submitted")
+    called = [e["data"] for e in evs if e["kind"] == "model.called"]
+    assert called and all(c["outcome"] == "ok" for c in called)
+    assert all(h.get("authorization", "").endswith(KEY) for h in server.headers), "the key reached the server"
+    for path in (bench_repo / ".ratchet").rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), f"the API key was written to {path}"
+
+
+def test_the_call_budget_stops_the_run_at_its_limit(bench_repo: Path, server):
+    server.default = reply("I have no idea.")  # unusable: one reformat retry per attempt, then invalid
+    llm_project(bench_repo, server.url, budget="max_attempts = 20\nmax_model_calls = 3")
+    code, out, _ = ratchet("run", str(bench_repo), env=run_env())
+    assert code == 0, out
+    assert out["result"]["stop_reason"] == "budget_exhausted" and out["result"]["budget"] == "max_model_calls"
+    evs = events(bench_repo, out["result"]["run_id"])
+    calls = [e["data"]["outcome"] for e in evs if e["kind"] == "model.called"]
+    sent = [c for c in calls if c != "budget_refused"]
+    assert len(sent) == 3 == len(server.requests), calls  # the 4th was refused before it was sent
+
+
+def test_a_resume_re_requests_nothing_already_answered(bench_repo: Path, server):
+    server.default = reply(GOOD)
+    llm_project(bench_repo, server.url, budget="max_attempts = 1")
+    env = {**os.environ, **run_env(), "RATCHET_TEST_CRASH_AT": "after:model.called:1"}
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(bench_repo), "--json"], capture_output=True,
+                             env=env, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL
+    assert len(server.requests) == 1
+    run_id = next((bench_repo / ".ratchet" / "runs").iterdir()).name
+    code, out, _ = ratchet("run", str(bench_repo), "--resume", run_id, env=run_env())
+    assert code == 0, out
+    assert len(server.requests) == 1, "the recorded reply was reused, not requested again"
+    assert out["result"]["promotions"] == 1
