@@ -147,3 +147,51 @@ def test_not_a_git_repository(tmp_path: Path):
     assert code == 0
     code, out, _ = ratchet("run", str(tmp_path / "p"))
     assert code == 2 and out["error"]["code"] == "git.not_a_repo"
+
+
+NOISELESS = "import tomllib\nv = tomllib.load(open('params.toml', 'rb'))['v']\nprint('{\"score\": %s}' % v)\n"
+
+
+def _relative_margin_project(make_repo, root: Path, candidates: dict[str, float]) -> Path:
+    root = make_repo(root, files={"bench.py": NOISELESS, "params.toml": "v = 1.0\n"})
+    for name, value in candidates.items():
+        (root / "candidates" / name).mkdir(parents=True)
+        (root / "candidates" / name / "params.toml").write_text(f"v = {value}\n")
+    set_contract(root, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
+                 append="[gate]\nunits = [6, 12]\nconfirm = false\nmin_effect_rel = 0.5\nholdout_units = 6\n")
+    return root
+
+
+def test_min_effect_rel_uses_the_preflight_mean_on_the_first_trial(make_repo, tmp_path: Path):
+    # Baseline 1.0, candidate 1.3: a sure gain of 0.3, below the margin 0.5 x 1.0. Once promoted
+    # with a margin of 0, this was the bug of a silently zero relative margin.
+    root = _relative_margin_project(make_repo, tmp_path / "r", {"1-small": 1.3})
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, err
+    row = _status(root, out["result"]["run_id"])["attempts"][0]
+    assert row["verdict"] == "rejected" and out["result"]["promotions"] == 0, row
+    planned = [e["data"] for e in events(root, out["result"]["run_id"]) if e["kind"] == "trial.planned"]
+    assert planned[0]["margin"] == pytest.approx(0.5)
+
+
+def test_min_effect_rel_follows_the_champion_after_a_promotion(make_repo, tmp_path: Path):
+    # 1.0 -> 2.0 clears 0.5; then 2.0 -> 2.8 is a gain of 0.8 below 0.5 x 2.0 = 1.0 (the new champion's
+    # mean, not the previous one's, which would have let it through).
+    root = _relative_margin_project(make_repo, tmp_path / "r", {"1-big": 2.0, "2-next": 2.8})
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, err
+    rows = {a["attempt"]: a for a in _status(root, out["result"]["run_id"])["attempts"]}
+    assert rows[1]["verdict"] == "accepted" and rows[2]["verdict"] == "rejected"
+    planned = [e["data"] for e in events(root, out["result"]["run_id"]) if e["kind"] == "trial.planned"]
+    assert [p["margin"] for p in planned if p["stage"] == "trial"] == [pytest.approx(0.5), pytest.approx(1.0)]
+
+
+def test_compare_applies_min_effect_rel(make_repo, tmp_path: Path):
+    root = _relative_margin_project(make_repo, tmp_path / "r", {})
+    (root / "params.toml").write_text("v = 1.3\n")
+    from repo_fixture import git
+
+    git(root, "commit", "-qam", "candidate")
+    code, out, err = ratchet("compare", "HEAD~1", "HEAD", "--dir", str(root))
+    assert code == 0, err
+    assert out["result"]["verdict"] == "rejected", out["result"]

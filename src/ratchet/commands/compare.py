@@ -16,7 +16,7 @@ from typing import Any
 from ratchet.commands.run import open_project
 from ratchet.core.canonical import digest
 from ratchet.core.errors import EXIT_INTERRUPTED, RatchetError, UnsupportedError
-from ratchet.core.gate import Decision
+from ratchet.core.gate import Decision, margin_for_state
 from ratchet.ledger.files import write_temp
 from ratchet.ledger.rundir import COMPARE_MODE
 from ratchet.loop.campaign import measure_plan, preflight, start_record
@@ -64,7 +64,8 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
                 kernel.install_sigint()
                 preflight(kernel, target, ui)
                 plan = target.plan("trial", 1, 1, base_tree, cand_tree, target.looks("trial"))
-                outcome = measure_plan(kernel, target, plan, c.gate.alpha, c.gate.min_effect, ui.jobs)
+                margin = margin_for_state(c.gate.min_effect, c.gate.min_effect_rel, kernel.state().champion_mean)
+                outcome = measure_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs)
             except Interrupted:
                 kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "compare"})
                 raise RatchetError("interrupted", "the comparison was interrupted; its jobs were killed",
@@ -72,7 +73,7 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
                                    exit_code=EXIT_INTERRUPTED) from None
             decision = outcome.decision
         kernel.record("trial.judged", {"attempt": 1, "stage": "trial", **decision.to_json()})
-        kernel.record("run.stopped", {"stop_reason": "agent_stopped", "budget": None, "detail": "compare"})
+        kernel.record("run.stopped", {"stop_reason": "compared", "budget": None, "detail": None})
     finally:
         kernel.close()
     return {

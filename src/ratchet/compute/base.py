@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from ratchet.core.vocab import JobState
+
 JOB_KILL_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL when a job times out or is cancelled."""
 
@@ -18,17 +20,6 @@ OUTPUT_CAP_BYTES = 8 * 1024 * 1024
 
 TAIL_BYTES = 4096
 """Bytes of stdout/stderr tail carried in a JobResult."""
-
-JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown"]
-"""How a job's process ended, before any metric is read.
-
-ok: exit code 0. failed: non-zero exit code. timeout: killed at `timeout_s` (by the kernel, or by a
-scheduler at the walltime). oom: killed for using more memory than it was given (a scheduler's
-OUT_OF_MEMORY, a cgroup's OOM kill). killed: ended by a signal the kernel did not send (a crash).
-cancelled: killed by `Executor.cancel` (Ctrl-C, a stop). lost: the machine or scheduler lost it
-(NODE_FAIL, PREEMPTED, BOOT_FAIL): it may run again. unknown: the state could not be read; never
-success.
-"""
 
 SandboxMode = Literal["bwrap", "none"]
 """The isolation a job actually runs under (`auto` is resolved before a job is built)."""
@@ -80,7 +71,7 @@ class JobSpec:
 class JobResult:
     """How one job ended.
 
-    state: see JobState. exit_code: the process's exit code, or None when killed by a signal.
+    state: see core.vocab.JobState. exit_code: the process's exit code, or None when killed by a signal.
     signal: the signal number that ended it, if any. elapsed_s: wall seconds. cpu_s: user+system CPU
     seconds of the job and its waited-for descendants (0.0 when unknown). stdout_tail/stderr_tail: the
     last TAIL_BYTES bytes decoded as UTF-8 with replacement. stdout_truncated/stderr_truncated: the cap

@@ -64,6 +64,15 @@ EVENT_KINDS: Mapping[str, str] = {
 
 assert set(get_args(EventKind)) == set(EVENT_KINDS)
 
+LEDGER_FORMAT = 2
+"""The ledger format this build writes (`run.started` data.ledger_format; a run without it is format
+1). A change to what events mean or hold bumps it.
+
+1: before the one measurement path: no recorded preflight, examples plans of their own format, every
+   give-up ending the campaign.
+2: the preflight recorded (stage `preflight`), examples plans as `Plan`s over example ids, give-ups
+   ending only their attempt (`stops_campaign`), agent legs and model calls recorded."""
+
 GENESIS_PREV = "sha256:" + "0" * 64
 """The `prev` of the event with seq 0."""
 

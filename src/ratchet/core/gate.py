@@ -194,6 +194,19 @@ def margin_for(min_effect: float, min_effect_rel: float, champion_mean: float) -
     return float(max(min_effect, min_effect_rel * abs(champion_mean)))
 
 
+def margin_for_state(min_effect: float, min_effect_rel: float, champion_mean: float | None) -> float:
+    """margin_for with the champion's mean as last measured (RunState.champion_mean). With no
+    measured mean a relative margin cannot be computed: RatchetError `gate.no_champion_mean` when
+    min_effect_rel > 0 (the kernel always measures the baseline first, so this is a bug, never a
+    silent 0)."""
+    if champion_mean is None:
+        if min_effect_rel > 0:
+            raise RatchetError("gate.no_champion_mean", "gate.min_effect_rel needs the champion's measured mean, "
+                               "and none was recorded", hint="report this: the preflight records the baseline's mean")
+        return margin_for(min_effect, 0.0, 0.0)
+    return margin_for(min_effect, min_effect_rel, champion_mean)
+
+
 def _bad(value: float | None) -> bool:
     return value is not None and not math.isfinite(value)
 

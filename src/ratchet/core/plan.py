@@ -15,19 +15,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from ratchet.core.canonical import CanonicalError, canonical_bytes, digest
 from ratchet.core.errors import PlanError
 from ratchet.core.stats.sequential import validate_looks
-
-Stage = Literal["trial", "confirm", "holdout"]
-STAGES: Mapping[str, str] = {
-    "trial": "the paired comparison of a candidate against the champion",
-    "confirm": "re-measurement of an accepted candidate on fresh units, at the same level",
-    "holdout": "the final champion against the original baseline on fresh units, once per run",
-}
-Variant = Literal["champion", "candidate"]
+from ratchet.core.vocab import STAGES, Stage, Variant
 
 
 @dataclass(frozen=True)

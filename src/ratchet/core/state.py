@@ -11,18 +11,10 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from ratchet.core.events import Event
-
-RunStatus = Literal["running", "stopped", "interrupted"]
-"""running: no stop recorded since the last start/resume (the CLI reads "running but the lock is
-not held" as interrupted); stopped: a final stop reason was recorded; interrupted: the last stop
-was `interrupted` (resumable)."""
-
-Stage = Literal["trial", "confirm", "holdout"]
-"""trial: a candidate against the champion; confirm: re-measurement on fresh units before a
-promotion; holdout: the final champion against the baseline on fresh units."""
+from ratchet.core.vocab import RunStatus
 
 
 @dataclass(frozen=True)
@@ -82,6 +74,7 @@ class AttemptState:
     p_value: float | None = None
     units: int | None = None
     level: float | None = None
+    candidate_mean: float | None = None
     confirm: Judgment | None = None
     gave_up: str | None = None
     stops_campaign: bool = False
@@ -105,6 +98,9 @@ class BudgetUsed:
 class RunState:
     """Everything `ratchet status` and a resume need, folded from the events.
 
+    `champion_mean` / `champion_bound`: the champion's raw mean (a pass rate for examples) and its
+    guarding confidence bound as last measured: by the preflight, then by each trial's champion side,
+    then by the promoted candidate's own measurement (None: never measured; the bound needs 2 units).
     `finished_jobs`: job_id -> the job.finished data; `running_jobs`: job_id -> pid of jobs started
     and not finished; `open_trial`: the data of the last trial.planned with no trial.judged for its
     (attempt, stage) yet; `limits`: run.started's limits as recorded.
@@ -118,6 +114,8 @@ class RunState:
     contract_digest: str | None = None
     baseline: TreeRef = TreeRef(None, None)
     champion: Champion = Champion(None, None)
+    champion_mean: float | None = None
+    champion_bound: float | None = None
     promotions: int = 0
     attempts: tuple[AttemptState, ...] = ()
     holdout: Judgment | None = None
@@ -184,6 +182,9 @@ class _Folder:
         self.contract_digest: str | None = None
         self.baseline = TreeRef(None, None)
         self.champion = Champion(None, None)
+        self.champion_mean: float | None = None
+        self.champion_bound: float | None = None
+        self.preflight = [0.0, 0]  # sum of values, units: the baseline's preflight mean
         self.promotions = 0
         self.holdout: Judgment | None = None
         self.last_attempt = 0
@@ -310,6 +311,10 @@ class _Folder:
         job_id = d.get("job_id")
         self.running.pop(job_id, None)
         self.finished[job_id] = d
+        if d.get("stage") == "preflight" and isinstance(d.get("value"), int | float) and d.get("state") == "ok":
+            self.preflight[0] += float(d["value"])
+            self.preflight[1] += int(d.get("units_charged") or 1)
+            self.champion_mean = self.preflight[0] / self.preflight[1]
         if d.get("cached"):
             return
         self.evaluations += int(d.get("units_charged") or 0)
@@ -329,6 +334,8 @@ class _Folder:
         elif judgment.stage == "confirm":
             self.touch_attempt(judgment.attempt, confirm=judgment)
         elif judgment.stage == "trial":
+            if d.get("champion_mean") is not None:
+                self.champion_mean, self.champion_bound = d.get("champion_mean"), d.get("champion_lcb")
             self.judged_since_promotion.add(judgment.attempt)
             self.touch_attempt(
                 judgment.attempt,
@@ -340,12 +347,15 @@ class _Folder:
                 p_value=judgment.p_value,
                 units=judgment.units,
                 level=judgment.level,
+                candidate_mean=d.get("candidate_mean"),
             )
 
     def on_champion_promoted(self, d: Mapping[str, Any]) -> None:
         self.champion = Champion(
             d.get("commit"), d.get("tree"), d.get("estimate"), _interval(d.get("interval")), d.get("attempt")
         )
+        if d.get("mean") is not None:
+            self.champion_mean, self.champion_bound = d.get("mean"), d.get("lcb")
         self.judged_since_promotion.clear()
         self.promotions += 1
 
@@ -369,6 +379,8 @@ class _Folder:
             contract_digest=self.contract_digest,
             baseline=self.baseline,
             champion=self.champion,
+            champion_mean=self.champion_mean,
+            champion_bound=self.champion_bound,
             promotions=self.promotions,
             attempts=tuple(AttemptState(**self.attempts[n]) for n in sorted(self.attempts)),
             holdout=self.holdout,

@@ -25,7 +25,8 @@ from ratchet.agents.base import (
 )
 from ratchet.core.budget import exhausted, forecast, launch_refusal, limits, trial_worst_case
 from ratchet.core.errors import RatchetError
-from ratchet.core.gate import Decision, margin_for
+from ratchet.core.events import LEDGER_FORMAT
+from ratchet.core.gate import Decision, margin_for_state
 from ratchet.core.plan import Plan, Stage
 from ratchet.core.state import RunState, parse_ts
 from ratchet.core.stats.multiplicity import trial_level
@@ -138,19 +139,12 @@ class Campaign:
 
     def _target_reached(self, target: float) -> bool:
         """True when the champion's latest confidence bound on the metric (lower for max, upper for
-        min) reaches `target`: from the last trial's champion side, or from the promoted
-        candidate's confirmation when that is more recent."""
-        for event in reversed(self.k.log.events):
-            if event.kind == "trial.judged" and event.data.get("stage") == "trial":
-                value = event.data.get("champion_lcb")
-            elif event.kind == "champion.promoted":
-                value = event.data.get("lcb")
-            else:
-                continue
-            if not isinstance(value, int | float):
-                return False
-            return value >= target if self.contract.target.direction == "max" else value <= target
-        return False
+        min) reaches `target` (RunState.champion_bound: the last trial's champion side, or the
+        promoted candidate's own measurement when that is more recent)."""
+        bound = self.k.state().champion_bound
+        if bound is None:
+            return False
+        return bound >= target if self.contract.target.direction == "max" else bound <= target
 
     def _trial_worst(self) -> int:
         return trial_worst_case(self.target.looks("trial")[-1], self.confirms)
@@ -239,10 +233,8 @@ class Campaign:
         for a in state.attempts:
             if a.verdict is None:
                 continue
-            judged = self.k.find("trial.judged", attempt=a.attempt, stage="trial")
-            mean = judged.data.get("candidate_mean") if judged else None
             verdict, reason = final_verdict(a)
-            past.append(PastAttempt(a.attempt, a.tree, a.params, verdict, reason, mean))
+            past.append(PastAttempt(a.attempt, a.tree, a.params, verdict, reason, a.candidate_mean))
         return tuple(past)
 
     def _submit(self, number: int, sub: Submit) -> None:
@@ -295,28 +287,22 @@ class Campaign:
     def _measure(self, stage: Stage, number: int, trial: int, champion_tree: str, candidate_tree: str,
                  looks: tuple[int, ...], level: float) -> TrialOutcome:
         plan = self.target.plan(stage, number, trial, champion_tree, candidate_tree, looks)
-        outcome = self._run_plan(plan, level, self._margin(stage, number))
+        outcome = self._run_plan(plan, level, self._margin(stage))
         self._judged(number, stage, outcome.decision, outcome)
         return outcome
 
     def _run_plan(self, plan: Plan, level: float, margin: float = 0.0) -> TrialOutcome:
         return measure_plan(self.k, self.target, plan, level, margin, self.ui.jobs)
 
-    def _margin(self, stage: str, number: int) -> float:
+    def _margin(self, stage: str) -> float:
+        """The margin tested as the null (DESIGN.md §6): the larger of gate.min_effect and
+        gate.min_effect_rel x |the mean of the champion this candidate faces|, as last measured
+        (the preflight's for the baseline). 0 for the holdout. A resume uses the margin recorded with
+        the plan (measure_plan), never one computed from later events."""
         gate = self.contract.gate
-        if stage == "holdout" or (gate.min_effect == 0 and gate.min_effect_rel == 0):
+        if stage == "holdout":
             return 0.0
-        # The last trial judged before this stage started: of an earlier attempt for a trial, up to
-        # its own trial for a confirmation. Never a later one, so a resume replaying a judged trial
-        # judges it with the margin it was judged with.
-        last = number - 1 if stage == "trial" else number
-        judged = [e for e in self.k.log.events if e.kind == "trial.judged" and e.data.get("stage") == "trial"
-                  and isinstance(e.data.get("attempt"), int) and e.data["attempt"] <= last]
-        champion_mean = judged[-1].data.get("champion_mean") if judged else None
-        # The relative margin needs the champion's mean measured before this trial; before any trial,
-        # only the absolute margin can be used.
-        return margin_for(gate.min_effect, gate.min_effect_rel if champion_mean is not None else 0.0,
-                          abs(champion_mean) if isinstance(champion_mean, int | float) else 0.0)
+        return margin_for_state(gate.min_effect, gate.min_effect_rel, self.k.state().champion_mean)
 
     def _judged(self, number: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
                 **extra: Any) -> None:
@@ -372,13 +358,15 @@ class Campaign:
 
 def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
                  progress: Progress | None = None) -> TrialOutcome:
-    """Record `trial.planned` for `plan` (once: a resume finds it) and walk its looks through the
-    gate at `level` with `margin`. Raises measure.Interrupted on Ctrl-C."""
+    """Record `trial.planned` for `plan` with its `level` and `margin` (once: a resume finds it, and
+    judges with the margin recorded then) and walk its looks through the gate. Raises
+    measure.Interrupted on Ctrl-C."""
     blob = k.blobs.put_bytes(plan.canonical_bytes())
-    k.once("trial.planned", {
+    planned = k.once("trial.planned", {
         "attempt": plan.attempt, "trial": plan.trial, "stage": plan.stage, "plan_digest": plan.digest,
-        "plan_blob": blob, "level": level, "looks": list(plan.looks), "jobs": len(plan.jobs),
+        "plan_blob": blob, "level": level, "margin": margin, "looks": list(plan.looks), "jobs": len(plan.jobs),
     }, "attempt", "stage")
+    margin = planned.data.get("margin", margin)  # as recorded when the trial was first planned
     return run_plan(plan, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
@@ -416,7 +404,7 @@ def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree:
     (Target.reserve_units); `extra`: more data, e.g. the examples fingerprint."""
     c = kernel.contract
     kernel.record("run.started", {**extra,
-        "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
+        "ledger_format": LEDGER_FORMAT, "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
         "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
         "limits": dict(limits(c)), "holdout_reserve": reserve,

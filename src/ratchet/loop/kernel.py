@@ -24,6 +24,7 @@ from ratchet.compute.factory import make_executor
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import ContractError, DataError, RatchetError
+from ratchet.core.events import LEDGER_FORMAT
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import Event, EventLog, scan_log
@@ -213,6 +214,7 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
             raise DataError("run.not_started", f"run {run_id} was stopped before it started (no run.started "
                             "in its ledger): nothing was measured, nothing to resume",
                             hint="start a new run with `ratchet run`")
+        _check_format(run_id, log.events[0].data.get("ledger_format", 1))
         state = fold(log.events)
         if log.events and log.events[0].data.get("mode") == COMPARE_MODE:
             raise DataError("run.is_compare", f"run {run_id} is a `ratchet compare`, not a campaign: nothing to resume",
@@ -231,6 +233,18 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
     running = {job_id: str(pid) for job_id, pid in state.running_jobs.items() if pid is not None}
     kernel.executor.reattach(running)
     return kernel
+
+
+def _check_format(run_id: str, recorded: Any) -> None:
+    """Refuse to resume a run written in another ledger format (its steps would not replay the
+    same). Raises DataError `ledger.old_format`."""
+    if recorded != LEDGER_FORMAT:
+        raise DataError(
+            "ledger.old_format",
+            f"run {run_id} was recorded in ledger format {recorded}; this build resumes format {LEDGER_FORMAT} only",
+            hint=f"start a new run with `ratchet run`; `ratchet status {run_id}` and `ratchet report {run_id}` "
+                 "still read it",
+        )
 
 
 def _check_same_contract(run: RunDir, loaded: LoadedContract) -> None:

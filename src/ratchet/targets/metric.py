@@ -9,14 +9,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-MetricState = Literal["ok", "no_metric", "bad_metric"]
-"""What reading the metric gave.
-
-ok: a finite number. no_metric: no JSON object on stdout, or the last one lacks the key.
-bad_metric: the key is there but its value is not a finite number (a string, a bool, null, NaN, inf).
-"""
+from ratchet.core.vocab import MetricState
 
 QUOTE_CHARS = 200
 """Characters of stdout (its tail) or of a value quoted in a reason."""

@@ -1,0 +1,100 @@
+"""The closed sets of Ratchet's words, each defined once with one line per value (DESIGN.md §2).
+
+Every module that names a stage, a variant, a stop reason, a job's or a measurement's state uses
+these types; `docs/ledger.md` lists the same values (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal, get_args
+
+Direction = Literal["max", "min"]
+"""Whether larger (`max`) or smaller (`min`) values of the metric are better."""
+
+ScoreKind = Literal["continuous", "binary"]
+"""continuous: a metric per unit (paired sign-flip test); binary: pass/fail per unit (exact McNemar)."""
+
+Stage = Literal["trial", "confirm", "holdout"]
+STAGES: Mapping[str, str] = {
+    "trial": "the paired comparison of a candidate against the champion",
+    "confirm": "re-measurement of an accepted candidate on fresh units, at the same level",
+    "holdout": "the final champion against the original baseline on fresh units, once per run",
+}
+"""The stages a plan is compiled for."""
+
+JobStage = Literal["preflight", "trial", "confirm", "holdout", "launch"]
+JOB_STAGES: Mapping[str, str] = {
+    "preflight": "the baseline measured once before any attempt (its mean is the first champion figure)",
+    **STAGES,
+    "launch": "an agent's own experiment, run on its request and charged to the budget",
+}
+"""Why a job ran (`job.started` / `job.finished` data.stage)."""
+
+Variant = Literal["champion", "candidate", "experiment"]
+VARIANTS: Mapping[str, str] = {
+    "champion": "the side being beaten: the current champion (the baseline at first, and in the holdout)",
+    "candidate": "the side proposed: the submitted tree (the final champion in the holdout)",
+    "experiment": "an agent's own experiment, outside any comparison",
+}
+"""Which side of a comparison a job measured."""
+
+StopReason = Literal["budget_exhausted", "plateau", "target_reached", "agent_stopped", "interrupted",
+                     "preflight_failed", "compared", "abandoned"]
+STOP_REASONS: Mapping[str, str] = {
+    "budget_exhausted": "a budget (data.budget names it) cannot cover the next attempt and the reserved holdout",
+    "plateau": "gate.patience trials in a row ended without a promotion",
+    "target_reached": "the champion's confidence bound reached gate.target",
+    "agent_stopped": "the agent said it has nothing more to propose",
+    "interrupted": "Ctrl-C or SIGTERM: jobs were killed; the run can be resumed",
+    "preflight_failed": "the baseline could not be measured at all before the first attempt",
+    "compared": "a `ratchet compare` made its one comparison",
+    "abandoned": "`ratchet abandon` closed an interrupted run without resuming it",
+}
+"""Why a campaign stopped (`run.stopped` data.stop_reason)."""
+
+RunStatus = Literal["running", "stopped", "interrupted"]
+RUN_STATUSES: Mapping[str, str] = {
+    "running": "no stop recorded since the last start or resume (read as interrupted when no kernel holds the lock)",
+    "stopped": "a final stop reason was recorded",
+    "interrupted": "the last stop was `interrupted`: resumable",
+}
+"""A run's state as `ratchet status` reports it."""
+
+JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown"]
+JOB_STATES: Mapping[str, str] = {
+    "ok": "exit code 0",
+    "failed": "a non-zero exit code",
+    "timeout": "killed at its timeout (by the kernel, or by a scheduler at the walltime)",
+    "oom": "killed for using more memory than it was given (OUT_OF_MEMORY, a cgroup's OOM kill)",
+    "killed": "ended by a signal the kernel did not send (a crash)",
+    "cancelled": "killed by a cancel (Ctrl-C, a stop)",
+    "lost": "the machine or the scheduler lost it (NODE_FAIL, PREEMPTED, BOOT_FAIL): it may run again",
+    "unknown": "its state could not be read; never success",
+}
+"""How a job's process ended, before any metric is read."""
+
+MetricState = Literal["ok", "no_metric", "bad_metric"]
+METRIC_STATES: Mapping[str, str] = {
+    "ok": "a finite number",
+    "no_metric": "no JSON object on stdout, or the last one lacks the key",
+    "bad_metric": "the key is there but its value is not a finite number (a string, a bool, null, NaN, inf)",
+}
+"""What reading a benchmark's metric from its stdout gave."""
+
+MeasurementState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "no_metric",
+                           "bad_metric"]
+"""A benchmark job's recorded state (`job.finished` data.state): its JobState, or, for a job that
+ended ok, no_metric / bad_metric when no usable metric was read."""
+
+CLOSED_SETS: Mapping[str, Mapping[str, str]] = {
+    "stage": STAGES, "job stage": JOB_STAGES, "variant": VARIANTS, "stop reason": STOP_REASONS,
+    "run status": RUN_STATUSES, "job state": JOB_STATES, "metric state": METRIC_STATES,
+}
+"""Every closed set with its meanings, by name (what the docs list)."""
+
+for _literal, _meanings in ((Stage, STAGES), (JobStage, JOB_STAGES), (Variant, VARIANTS),
+                            (StopReason, STOP_REASONS), (RunStatus, RUN_STATUSES), (JobState, JOB_STATES),
+                            (MetricState, METRIC_STATES)):
+    assert set(get_args(_literal)) == set(_meanings), _literal
+assert set(get_args(MeasurementState)) == set(JOB_STATES) | set(METRIC_STATES)
