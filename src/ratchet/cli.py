@@ -234,15 +234,16 @@ def _render_status(r: dict[str, Any]) -> None:
 def report(
     run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
     directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    as_html: Annotated[bool, typer.Option("--html", help="Write one self-contained report.html instead.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Re-render a run's report.md (and its plots) from its ledger."""
-    from ratchet.commands.runs import find_run, write_report
+    """Re-render a run's report.md (and its plots), or with --html its report.html, from its ledger."""
+    from ratchet.commands.runs import find_run, write_html_report, write_report
 
     def work() -> dict[str, Any]:
         run = find_run(directory, run_id)
-        return {"run_id": run.run_id, "report": str(write_report(run))}
+        return {"run_id": run.run_id, "report": str((write_html_report if as_html else write_report)(run))}
 
     execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
 
