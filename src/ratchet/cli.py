@@ -248,6 +248,25 @@ def report(
     execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
 
 
+@app.command()
+def watch(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    once: Annotated[bool, typer.Option("--once", help="Print one frame and exit.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one frame as exactly one JSON object.")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Watch a run live from another terminal (read-only, no lock): champion, current trial, budgets,
+    last attempts. `q` or Ctrl-C leaves."""
+    from ratchet.commands.watch import read_frame, watch_run
+    from ratchet.present.watch import render_frame
+
+    if once or as_json:
+        execute("watch", as_json, debug, lambda: read_frame(directory, run_id), lambda r: out.print(render_frame(r)))
+    else:
+        execute("watch", False, debug, lambda: watch_run(directory, run_id, out), lambda r: None)
+
+
 def _not_built(name: str) -> Callable[..., None]:
     def command(as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
         from ratchet.core.errors import UnsupportedError
@@ -262,7 +281,7 @@ def _not_built(name: str) -> Callable[..., None]:
     return command
 
 
-for _name in ("verify", "calibrate", "watch"):
+for _name in ("verify", "calibrate"):
     app.command(name=_name)(_not_built(_name))
 
 

@@ -61,6 +61,12 @@ def chromium() -> Iterator:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+@pytest.fixture
+def small_run() -> str:
+    """The [gate] and [budget] sections of a small real campaign (6 attempts, two looks)."""
+    return SMALL_RUN
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> tuple[Path, str]:
     """A real benchmark campaign (search agent, 6 attempts, promotions and a holdout), run once per
