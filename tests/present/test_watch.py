@@ -141,7 +141,9 @@ def tmux(request):
 
 
 def _watch_command(*args: str) -> str:
-    return f"{sys.executable} -m ratchet watch {' '.join(args)}; echo WATCH-EXIT=$?; sleep 120"
+    # The pane's shell traps SIGINT (a handler, which its children do not inherit) so Ctrl-C reaches
+    # watch alone and the shell lives on to print watch's exit code.
+    return f"trap true INT; {sys.executable} -m ratchet watch {' '.join(args)}; echo WATCH-EXIT=$?; sleep 120"
 
 
 @pytest.mark.slow

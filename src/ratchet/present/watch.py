@@ -30,6 +30,10 @@ REFRESH_S = 1.0
 FULL_REFRESH_S = 5.0
 """A frame is re-read at least this often even when the ledger did not change, seconds."""
 
+READ_SHARE_MAX = 0.25
+"""At most this share of one CPU goes to reading frames: after a read that took t seconds, the next
+waits at least t / READ_SHARE_MAX (a long run's frame costs more; its watcher must not slow it)."""
+
 LAST_ATTEMPTS_SHOWN = 8
 """How many of the latest attempts the frame lists."""
 
@@ -293,18 +297,25 @@ class _Keys:
 def watch_loop(read: Callable[[], dict[str, Any]], changed: Callable[[], Hashable], console: Console
                ) -> dict[str, Any]:
     """Draw `read()` live on `console`, re-reading when `changed()` returns something new or
-    FULL_REFRESH_S passed, until `q` or Ctrl-C (both end it normally). Returns the last frame."""
-    frame = read()
-    mark, last_read = changed(), time.monotonic()
+    FULL_REFRESH_S passed (and never sooner than READ_SHARE_MAX allows), until `q` or Ctrl-C (both
+    end it normally). Returns the last frame ({} when left before the first one)."""
     hint = Text("q or Ctrl-C to leave", style="dim")
+    frame: dict[str, Any] = {}
     try:
+        began, mark = time.monotonic(), changed()  # before the read: a change during it is seen next time
+        frame = read()
+        last_read = time.monotonic()
+        gap = (last_read - began) / READ_SHARE_MAX
         with _Keys() as keys, Live(Group(render_frame(frame), hint), console=console, screen=True,
                                    auto_refresh=False) as live:
             while keys.wait(REFRESH_S) not in QUIT_KEYS:
-                now = changed()
-                if now == mark and time.monotonic() - last_read < FULL_REFRESH_S:
+                now, since = changed(), time.monotonic() - last_read
+                if since < gap or (now == mark and since < FULL_REFRESH_S):
                     continue
-                frame, mark, last_read = read(), now, time.monotonic()
+                began = time.monotonic()
+                frame, mark = read(), now
+                last_read = time.monotonic()
+                gap = (last_read - began) / READ_SHARE_MAX
                 live.update(Group(render_frame(frame), hint), refresh=True)
     except KeyboardInterrupt:
         pass

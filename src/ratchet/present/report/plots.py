@@ -65,13 +65,18 @@ def effects_figure(attempts: Sequence[Mapping[str, Any]]):
     interval, coloured by verdict."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=FIGSIZE_IN)
+    by_colour: dict[str, list[tuple[float, float, float, float]]] = {}
     for a in attempts:
         if a.get("estimate") is None:
             continue
         est = a["estimate"]
         lo, hi = a.get("interval") or (est, est)
-        ax.errorbar([a["attempt"]], [est], yerr=[[max(est - lo, 0.0)], [max(hi - est, 0.0)]], fmt="o",
-                    capsize=3, color=VERDICT_COLORS.get(a.get("verdict") or "", "tab:gray"))
+        colour = VERDICT_COLORS.get(a.get("verdict") or "", "tab:gray")
+        by_colour.setdefault(colour, []).append((a["attempt"], est, max(est - lo, 0.0), max(hi - est, 0.0)))
+    for colour, points in by_colour.items():  # one call per colour: hundreds of attempts draw at once
+        xs, ys, below, above = zip(*points, strict=True)
+        ax.errorbar(xs, ys, yerr=[below, above], fmt="o", capsize=3 if len(points) < 100 else 0,
+                    markersize=6 if len(points) < 100 else 2, color=colour, lw=1)
     ax.axhline(0.0, color="grey", lw=0.8)
     _finish(ax, "effect vs champion", "Each attempt's effect (green accepted, red rejected, orange inconclusive)")
     fig.tight_layout()
