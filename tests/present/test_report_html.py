@@ -191,3 +191,8 @@ def test_examples_report_shows_per_check_pass_rates(chromium, tmp_path: Path):
         "return [...document.querySelectorAll('#splits table')].map(t => t.innerText).join('\\n')")
     assert "exact_match" in checks and "regex_match" in checks and "test (baseline)" in checks
     _page_checks(chromium, page.as_uri(), tmp_path, "report-html-examples")
+
+
+def test_html_report_of_a_missing_run_says_so(tmp_path: Path):
+    code, out, _ = ratchet("report", "20261130-000000-nope", "--html", "--dir", str(tmp_path))
+    assert code == 2 and out["error"]["code"] == "run.not_found"

@@ -174,3 +174,30 @@ def test_ctrl_c_leaves_watch_cleanly_under_tmux(finished_run, tmux):
     pane.wait_for("last 6 of 6 attempts")
     pane.keys("C-c")
     pane.wait_for("WATCH-EXIT=0")
+
+
+def test_watch_without_a_run_says_so(tmp_path: Path):
+    code, out, _ = ratchet("watch", "--once", "--dir", str(tmp_path))
+    assert code == 2 and out["error"]["code"] == "run.not_found" and "ratchet run" in out["error"]["hint"]
+    code, out, _ = ratchet("watch", "not-a-run", "--dir", str(tmp_path))
+    assert code == 2 and out["error"]["code"] == "run.bad_id"
+
+
+def test_a_tampered_ledger_is_an_error_for_once_and_a_line_in_the_live_view(finished_run, tmp_path: Path):
+    from ratchet.commands.watch import live_frame
+    from ratchet.ledger.rundir import RunDir
+    from ratchet.present.watch import render_frame
+
+    root, run_id = finished_run
+    copy = tmp_path / "copy"
+    shutil.copytree(root / ".ratchet", copy / ".ratchet")
+    ledger = copy / ".ratchet" / "runs" / run_id / "events.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"attempt":1', b'"attempt":9')
+    ledger.write_bytes(b"".join(lines))
+    (ledger.parent / "index.sqlite").unlink()
+    code, out, _ = ratchet("watch", run_id, "--once", "--dir", str(copy))
+    assert code == 2 and out["error"]["code"].startswith("ledger.")
+    frame = live_frame(RunDir(copy, run_id), {})
+    assert frame["error"]["code"] == out["error"]["code"]
+    assert "cannot read the ledger" in str(render_frame(frame))

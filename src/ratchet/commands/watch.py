@@ -76,17 +76,21 @@ def run_facts(run: RunDir) -> dict[str, Any]:
 
 def read_frame(project_root: Path, run_id: str | None) -> dict[str, Any]:
     """One frame of run `run_id` (the latest campaign when None): see present.watch.build_frame.
-    Raises DataError `run.not_found` / `run.bad_id`; a damaged ledger is a frame `error`, not a raise."""
+    Raises DataError `run.not_found` / `run.bad_id`, LedgerError for a damaged ledger (as status)."""
     run = find_run(project_root, run_id)
     return _frame(run, run_facts(run))
 
 
 def _frame(run: RunDir, facts: dict[str, Any]) -> dict[str, Any]:
+    return build_frame(run_status(run.project_root, run.run_id), tail_events(run.events), facts)
+
+
+def live_frame(run: RunDir, facts: dict[str, Any]) -> dict[str, Any]:
+    """_frame, or {run_id, error} when the ledger cannot be read now (the live view keeps trying)."""
     try:
-        status = run_status(run.project_root, run.run_id)
+        return _frame(run, facts)
     except RatchetError as exc:
         return {"run_id": run.run_id, "error": exc.to_json()}
-    return build_frame(status, tail_events(run.events), facts)
 
 
 def watch_run(project_root: Path, run_id: str | None, console: Console) -> dict[str, Any]:
@@ -101,4 +105,4 @@ def watch_run(project_root: Path, run_id: str | None, console: Console) -> dict[
             return None
         return st.st_size, st.st_mtime_ns
 
-    return watch_loop(lambda: _frame(run, facts), changed, console)
+    return watch_loop(lambda: live_frame(run, facts), changed, console)
