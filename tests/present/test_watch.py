@@ -201,3 +201,13 @@ def test_a_tampered_ledger_is_an_error_for_once_and_a_line_in_the_live_view(fini
     frame = live_frame(RunDir(copy, run_id), {})
     assert frame["error"]["code"] == out["error"]["code"]
     assert "cannot read the ledger" in str(render_frame(frame))
+
+
+def test_the_next_stop_is_the_budget_that_runs_out_first_at_the_mean_cost():
+    from ratchet.present.watch import next_stop
+
+    used = {"attempts": 4, "evaluations": 400, "cpu_hours": 0.1, "wall_s": 100.0}
+    limits = {"max_attempts": 20, "max_evaluations": 1000, "max_wall_s": 3600}
+    assert next_stop(used, limits) == {"budget": "job-units", "attempts_left": 6}
+    assert next_stop({**used, "evaluations": 40}, limits) == {"budget": "attempts", "attempts_left": 16}
+    assert next_stop({"attempts": 0}, limits) is None

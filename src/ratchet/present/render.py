@@ -20,6 +20,16 @@ def fmt_interval(interval: list[float] | tuple[float, float] | None, digits: int
     return f"[{interval[0]:.{digits}g}, {interval[1]:.{digits}g}]"
 
 
+def fmt_amount(value: float | int | None) -> str:
+    """A budget amount: `-` for None; integers with thousands separators; floats to 4 significant
+    digits below 1,000 and as whole numbers with separators from there (never `1e+04`)."""
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def fmt_p(p: float | None) -> str:
     """A p-value: `-`, or 3 significant digits (scientific below 0.001)."""
     if p is None:

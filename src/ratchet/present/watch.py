@@ -22,7 +22,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import fmt_amount, fmt_interval, fmt_num, fmt_p
 
 REFRESH_S = 1.0
 """How often the ledger's size and mtime are checked (and keys read), seconds."""
@@ -59,8 +59,9 @@ def build_frame(status: Mapping[str, Any], tail: Sequence[Mapping[str, Any]], fa
     status: the `ratchet status` result; tail: ledger events (dicts) from the latest
     attempt.started on; facts: run.started's data (target_kind, direction). Keys: run_id, state,
     stop_reason, stop_budget, kernel_pid, champion, promotions, holdout, budgets (name, used,
-    limit, share; share None when unlimited), attempts (the total), last_attempts (status rows),
-    current (see current_trial) and launch (see latest_launch), ledger, warnings.
+    limit, share; share None when unlimited), forecast (see next_stop), attempts (the total),
+    last_attempts (status rows), current (see current_trial), launch (see latest_launch), ledger,
+    warnings.
     """
     used, limits = status["budget"]["used"], status["budget"]["limits"]
     budgets = []
@@ -70,10 +71,12 @@ def build_frame(status: Mapping[str, Any], tail: Sequence[Mapping[str, Any]], fa
             continue
         budgets.append({"name": label, "used": used.get(key), "limit": limit or None,
                         "share": (used.get(key) or 0) / limit if limit else None})
+    forecast = next_stop(used, limits)
     keys = ("run_id", "state", "stop_reason", "stop_budget", "kernel_pid", "champion", "promotions", "holdout")
     return {
         **{k: status.get(k) for k in keys},
         "budgets": budgets,
+        "forecast": forecast,
         "attempts": len(status["attempts"]),
         "last_attempts": list(status["attempts"][-LAST_ATTEMPTS_SHOWN:]),
         "current": current_trial(tail, facts),
@@ -81,6 +84,27 @@ def build_frame(status: Mapping[str, Any], tail: Sequence[Mapping[str, Any]], fa
         "ledger": status.get("ledger"),
         "warnings": list(status.get("warnings") or []),
     }
+
+
+def next_stop(used: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Which limited budget runs out first if every further attempt costs what the attempts so far
+    cost on average: {budget, attempts_left}, or None before the first attempt. An estimate for
+    people: the kernel also reserves the holdout and starts a trial only when its worst case fits,
+    so it may stop an attempt or two sooner."""
+    done = used.get("attempts") or 0
+    best: dict[str, Any] | None = None
+    for key, limit_key, label in BUDGETS:
+        limit = limits.get(limit_key) or 0
+        spent = used.get(key) or 0
+        if not limit or not done:
+            continue
+        per_attempt = 1 if key == "attempts" else spent / done
+        if per_attempt <= 0:
+            continue
+        left = max(int((limit - spent) // per_attempt), 0)
+        if best is None or left < best["attempts_left"]:
+            best = {"budget": label, "attempts_left": left}
+    return best
 
 
 def current_trial(tail: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -139,7 +163,7 @@ def latest_launch(tail: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     jobs = d.get("jobs") if isinstance(d.get("jobs"), list) else []
     done = {e["data"].get("job_id") for e in tail if e.get("kind") == "job.finished"}
     return {"attempt": d.get("attempt"), "launch": d.get("launch"), "jobs": len(jobs),
-            "jobs_done": sum(job in done for job in jobs), "note": (d.get("note") or "")[:NOTE_CHARS]}
+            "jobs_done": sum(job in done for job in jobs), "note": str(d.get("note") or "")[:NOTE_CHARS]}
 
 
 # -- drawing -------------------------------------------------------------------------------------
@@ -156,7 +180,12 @@ def render_frame(frame: Mapping[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [_title(frame), _champion(frame)]
     parts += [_current(frame["current"], frame["state"] == "running")] if frame.get("current") else []
     parts += [_launch(frame["launch"])] if frame.get("launch") else []
-    parts += [_budgets(frame["budgets"]), _attempts(frame)]
+    parts += [_budgets(frame["budgets"])]
+    if frame.get("forecast") and frame["state"] == "running":
+        f = frame["forecast"]
+        parts += [Text(f"next stop: {f['budget']} in about {f['attempts_left']} attempt(s) "
+                       "(at the mean cost per attempt so far)", style="dim")]
+    parts += [_attempts(frame)]
     parts += [Text(f"warning: {w}", style="yellow") for w in frame.get("warnings", [])]
     return Group(*parts)
 
@@ -215,8 +244,8 @@ def _current(cur: Mapping[str, Any], running: bool) -> Text:
 
 def _launch(launch: Mapping[str, Any]) -> Text:
     out = Text("launch    ", style="bold")
-    out.append(f"attempt {launch['attempt']} launch {launch['launch']}: {launch['jobs_done']}/{launch['jobs']} "
-               f"jobs done")
+    number = f" launch {launch['launch']}" if launch.get("launch") is not None else ""
+    out.append(f"attempt {launch['attempt']}{number}: {launch['jobs_done']}/{launch['jobs']} jobs done")
     if launch.get("note"):
         out.append(f"  “{launch['note']}”", style="italic")
     return out
@@ -230,7 +259,7 @@ def _budgets(budgets: Sequence[Mapping[str, Any]]) -> Table:
     table.add_column("used", no_wrap=True, justify="right")
     for b in budgets:
         used = b["used"] or 0
-        shown = f"{used:,.4g}" if isinstance(used, float) else f"{used:,}"
+        shown = fmt_amount(used)
         if b["limit"]:
             bar: RenderableType = ProgressBar(total=float(b["limit"]), completed=float(min(used, b["limit"])),
                                               width=24)

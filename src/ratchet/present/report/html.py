@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import fmt_amount, fmt_interval, fmt_num, fmt_p
 from ratchet.present.report import text
 from ratchet.present.report.data import AttemptDetail, ReportData
 from ratchet.present.report.plots import (
@@ -161,7 +161,7 @@ def _budget(data: ReportData) -> str:
         value, limit = used.get(key), limits.get(limit_key) or 0
         if value is None:
             continue
-        shown = f"{value:,.4g}" if isinstance(value, float) else f"{value:,}"
+        shown = fmt_amount(value)
         share = value / limit if limit else None
         rows.append([esc(label), esc(shown), esc(f"{limit:,}" if limit else "unlimited"),
                      _bar(share) + esc(f"{100 * share:.0f}%" if share is not None else "-")])
