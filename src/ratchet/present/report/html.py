@@ -204,7 +204,7 @@ def _details(attempts: Sequence[Mapping[str, Any]], details: Mapping[int, Attemp
         if d.report is not None:
             parts.append(f"<details><summary>report</summary><pre>{esc(d.report)}</pre></details>")
         if d.diff is not None:
-            parts.append(f"<details><summary>diff</summary><pre>{esc(d.diff)}</pre></details>")
+            parts.append(f'<details><summary>diff</summary><pre class="diff">{_diff_lines(d.diff)}</pre></details>')
         elif d.diff_note:
             parts.append(f'<p class="note">diff: {esc(d.diff_note)}</p>')
         if not parts:
@@ -213,3 +213,13 @@ def _details(attempts: Sequence[Mapping[str, Any]], details: Mapping[int, Attemp
         out.append(f'<details id="attempt-{esc(a["attempt"])}"><summary>{esc(title)} · '
                    f"{_verdict(a.get('verdict'))}</summary>{''.join(parts)}</details>")
     return "".join(out)
+
+
+def _diff_lines(diff: str) -> str:
+    """A unified diff as escaped HTML, added and removed lines marked (class `add` / `del`)."""
+    out = []
+    for line in diff.splitlines():
+        kind = "add" if line.startswith("+") and not line.startswith("+++") else (
+            "del" if line.startswith("-") and not line.startswith("---") else None)
+        out.append(f'<span class="{kind}">{esc(line)}</span>' if kind else esc(line))
+    return "\n".join(out)
