@@ -13,11 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ratchet.core.errors import RatchetError
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
 from ratchet.ledger.rundir import COMPARE_MODE, RunDir, list_runs, open_run, run_mode
+from ratchet.present.report.data import (
+    MAX_DIFF_CHARS,
+    MAX_REPORT_CHARS,
+    AttemptDetail,
+    ReportData,
+    budget_timeline,
+    champion_trees,
+    clip,
+)
 from ratchet.present.status import status_result
 
 
@@ -107,6 +117,7 @@ def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]
     holdout = [e.data for e in events if e.kind == "trial.judged" and e.data.get("stage") == "holdout"]
     return {
         "events": events,
+        "state": state,
         "status": status_result(state, is_locked(run.root)),
         "campaign": contract.campaign.name,
         "gate": contract.gate.model_dump(),
@@ -144,56 +155,49 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
 def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
     """(Re-)render `report.html` for `run` from its ledger, its blobs (each attempt's report) and
     git (each attempt's diff against the champion it was measured against); returns its path."""
-    from ratchet.present.report.data import ReportData, budget_timeline
     from ratchet.present.report.html import render_html
 
     r = _report_inputs(run, state)
     data = ReportData(
         status=r["status"], campaign=r["campaign"], gate=r["gate"], target=r["target"],
         promotions=r["promotions"], splits=r["splits"], timeline=budget_timeline(r["events"]),
-        details=_attempt_details(run, r["events"], r["promotions"], r["status"]["baseline"]["tree"]),
-        events=len(r["events"]),
+        details=_attempt_details(run, r["state"], r["promotions"]), events=len(r["events"]),
     )
     path = run.root / HTML_REPORT_NAME
     path.write_text(render_html(data), encoding="utf-8")
     return path
 
 
-def _attempt_details(run: RunDir, events: list[Event], promotions: list[dict[str, Any]],
-                     baseline_tree: str | None) -> dict[int, Any]:
-    """attempt -> AttemptDetail: the submitted report (from its blob) and the diff from the champion
-    of its time to its candidate (git); a missing blob or tree object is said, never fatal."""
-    from ratchet.core.errors import RatchetError
+def _attempt_details(run: RunDir, state: RunState, promotions: list[dict[str, Any]]) -> dict[int, AttemptDetail]:
+    """attempt -> AttemptDetail: the submitted report (its blob) and the diff from the champion of
+    its time to its candidate (git); a missing blob or tree object is said, never fatal."""
     from ratchet.ledger.blobs import BlobStore
-    from ratchet.present.report.data import MAX_DIFF_CHARS, MAX_REPORT_CHARS, AttemptDetail, champion_trees, clip
     from ratchet.workspace.git import Git
 
-    submitted = {e.data["attempt"]: e.data for e in events
-                 if e.kind == "attempt.submitted" and isinstance(e.data.get("attempt"), int)}
-    before = champion_trees(submitted, promotions, baseline_tree)
+    before = champion_trees((a.attempt for a in state.attempts), promotions, state.baseline.tree)
     blobs = BlobStore(run.blobs)
     try:
         git: Git | None = Git(run.project_root)
     except RatchetError:
         git = None
     details = {}
-    for number, d in submitted.items():
+    for a in state.attempts:
         report = None
-        if d.get("report_blob"):
+        if a.report_blob:
             try:
-                report = clip(blobs.get_bytes(d["report_blob"]).decode("utf-8", "replace"), MAX_REPORT_CHARS)
+                report = clip(blobs.get_bytes(a.report_blob).decode("utf-8", "replace"), MAX_REPORT_CHARS)
             except (RatchetError, OSError) as exc:
                 report = f"(the report's blob cannot be read: {exc})"
         diff, note = None, None
-        if not d.get("tree") or not before[number]:
+        if not a.tree or not before[a.attempt]:
             note = "no candidate tree was recorded"
         elif git is None:
             note = f"{run.project_root} is not a git repository here"
         else:
             try:
-                diff = clip(git.diff_text(before[number], d["tree"]), MAX_DIFF_CHARS) or None
+                diff = clip(git.diff_text(before[a.attempt] or "", a.tree), MAX_DIFF_CHARS) or None
                 note = None if diff else "none: the candidate's tree equals the champion's"
             except RatchetError:
                 note = "the trees are not in this repository any more (git gc, or a moved run)"
-        details[number] = AttemptDetail(report=report, diff=diff, diff_note=note)
+        details[a.attempt] = AttemptDetail(report=report, diff=diff, diff_note=note)
     return details
