@@ -7,6 +7,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+BUDGETS = (
+    ("attempts", "max_attempts", "attempts"),
+    ("evaluations", "max_evaluations", "job-units"),
+    ("cpu_hours", "max_cpu_hours", "CPU hours"),
+    ("gpu_hours", "max_gpu_hours", "GPU hours"),
+    ("wall_s", "max_wall_s", "wall seconds"),
+)
+"""Each budget as (key of the status result's budget.used, key of its limits, label), in the order
+`watch` and the reports show them."""
+
 
 def fmt_num(value: float | None, digits: int = 4) -> str:
     """A number for a table cell: `-` for None, else `digits` significant digits."""

@@ -22,7 +22,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from ratchet.present.render import fmt_amount, fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
 
 REFRESH_S = 1.0
 """How often the ledger's size and mtime are checked (and keys read), seconds."""
@@ -39,15 +39,6 @@ LAST_ATTEMPTS_SHOWN = 8
 
 NOTE_CHARS = 200
 """An agent's launch note is shown up to this many characters."""
-
-BUDGETS = (
-    ("attempts", "max_attempts", "attempts"),
-    ("evaluations", "max_evaluations", "job-units"),
-    ("cpu_hours", "max_cpu_hours", "CPU hours"),
-    ("gpu_hours", "max_gpu_hours", "GPU hours"),
-    ("wall_s", "max_wall_s", "wall s"),
-)
-"""(status budget key, limits key, label) of each budget, in display order."""
 
 QUIT_KEYS = frozenset("qQ")
 

@@ -14,11 +14,10 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from ratchet.present.render import fmt_amount, fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
 from ratchet.present.report import text
 from ratchet.present.report.data import AttemptDetail, ReportData
 from ratchet.present.report.plots import (
-    BUDGET_SERIES,
     budget_figure,
     champion_figure,
     effects_figure,
@@ -157,7 +156,7 @@ def _attempts(attempts: Sequence[Mapping[str, Any]]) -> str:
 def _budget(data: ReportData) -> str:
     used, limits = data.status["budget"]["used"], data.status["budget"]["limits"]
     rows = []
-    for key, limit_key, label in BUDGET_SERIES:
+    for key, limit_key, label in BUDGETS:
         value, limit = used.get(key), limits.get(limit_key) or 0
         if value is None:
             continue

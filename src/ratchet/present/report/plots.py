@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ratchet.present.render import BUDGETS
+
 VERDICT_COLORS = {"accepted": "tab:green", "rejected": "tab:red", "inconclusive": "tab:orange"}
 
 FIGSIZE_IN = (7.0, 3.5)
@@ -89,7 +91,7 @@ def budget_figure(timeline: Sequence[Mapping[str, Any]], limits: Mapping[str, An
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=FIGSIZE_IN)
     xs = [row["attempt"] for row in timeline]
-    for key, limit_key, label in BUDGET_SERIES:
+    for key, limit_key, label in BUDGETS:
         limit = limits.get(limit_key) or 0
         if limit and timeline:
             ax.plot(xs, [100.0 * row[key] / limit for row in timeline], marker=".", label=label)
@@ -99,16 +101,6 @@ def budget_figure(timeline: Sequence[Mapping[str, Any]], limits: Mapping[str, An
         ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return fig
-
-
-BUDGET_SERIES = (
-    ("attempts", "max_attempts", "attempts"),
-    ("evaluations", "max_evaluations", "job-units"),
-    ("cpu_hours", "max_cpu_hours", "CPU hours"),
-    ("gpu_hours", "max_gpu_hours", "GPU hours"),
-    ("wall_s", "max_wall_s", "wall seconds"),
-)
-"""(budget_timeline key, limits key, label) of each budget, in the order the report lists them."""
 
 
 def _finish(ax, ylabel: str, title: str) -> None:
