@@ -67,10 +67,10 @@ def small_run() -> str:
     return SMALL_RUN
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def finished_run(tmp_path_factory) -> tuple[Path, str]:
     """A real benchmark campaign (search agent, 6 attempts, promotions and a holdout), run once per
-    module: (project root, run id)."""
+    session (tests only read it; one that changes it works on a copy): (project root, run id)."""
     root = make_bench_repo(tmp_path_factory.mktemp("present") / "repo")
     set_contract(root, append=SMALL_RUN)
     code, out, err = ratchet("run", str(root))

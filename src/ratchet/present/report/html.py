@@ -95,16 +95,16 @@ def _bar(fraction: float | None) -> str:
     return f'<span class="bar" aria-hidden="true"><span style="width:{width:.1f}%"></span></span>'
 
 
-def _table(headers: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]], stack: bool = True) -> str:
-    """A table; `headers`: (label, numeric) pairs; cells are HTML already. `stack`: one labelled
-    card per row on narrow screens."""
+def _table(headers: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]]) -> str:
+    """A table; `headers`: (label, numeric) pairs; cells are HTML already. On narrow screens each
+    row becomes one card, each cell labelled with its header (report.css, `table.stack`)."""
     head = "".join(f'<th{" class=num" if num else ""}>{esc(label)}</th>' for label, num in headers)
     body = "".join(
         "<tr>" + "".join(f'<td{" class=num" if num else ""} data-label="{esc(label)}">{cell}</td>'
                          for (label, num), cell in zip(headers, row, strict=True)) + "</tr>"
         for row in rows
     )
-    return f'<table{" class=stack" if stack else ""}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<table class="stack"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _figure(svg: str, caption: str) -> str:
