@@ -10,6 +10,10 @@
 - status: `.venv/bin/ratchet status RUN --dir PROJECT --json` as a subprocess, interpreter start
   included, on a run directory holding the 100,000 events and a contract.toml copy (what status
   reads). Median of STATUS_REPEATS runs; the same on a 1,000-event run shows the fixed start cost.
+- watch: one `ratchet watch` frame in process (commands.watch.read_frame, then
+  present.watch.render_frame drawn on an 80-column console) on the same 100,000-event run, index in
+  step: median of WATCH_REPEATS frames after the first (the first, which imports and warms up, is
+  shown apart).
 - peak memory: ru_maxrss of a fresh process doing only that one thing.
 
 The event mix follows a search campaign with gate.units (10, 20, 40) and confirmation: per attempt
@@ -49,6 +53,8 @@ RUN_ID = "20260101-000000-bench"
 START_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: event timestamps advance from here
 TARGET_REPLAY_EPS = 50_000
 TARGET_STATUS_MS = 500.0
+WATCH_REPEATS = 5
+TARGET_WATCH_MS = 1000.0
 
 
 def _hex(rng: random.Random, n: int = 64) -> str:
@@ -262,6 +268,26 @@ def child_index(path: str, index_path: str) -> dict[str, Any]:
     return {"events": len(events), "seconds": time.perf_counter() - start, "rss_mb": peak_rss_mb()}
 
 
+def child_watch(project: str) -> dict[str, Any]:
+    """Frames of `ratchet watch` on the run in `project`, in this process: read, then draw."""
+    import io
+
+    from rich.console import Console
+
+    from ratchet.commands.watch import read_frame
+    from ratchet.present.watch import render_frame
+
+    walls = []
+    for _ in range(WATCH_REPEATS + 1):
+        start = time.perf_counter()
+        frame = read_frame(Path(project), RUN_ID)
+        Console(file=io.StringIO(), width=80).print(render_frame(frame))
+        walls.append((time.perf_counter() - start) * 1000)
+    assert frame["ledger"]["state_from"] == "index", frame["ledger"]
+    return {"first_ms": walls[0], "median_ms": statistics.median(walls[1:]), "attempts": frame["attempts"],
+            "rss_mb": peak_rss_mb()}
+
+
 def _child(*args: str) -> dict[str, Any]:
     out = subprocess.run(
         [str(PYTHON), __file__, "--child", *args], capture_output=True, text=True, check=True
@@ -320,6 +346,8 @@ def main() -> None:
             result = child_append(rest[0], int(rest[1]))
         elif what == "index":
             result = child_index(rest[0], rest[1])
+        elif what == "watch":
+            result = child_watch(rest[0])
         else:
             result = child_replay(rest[0])
         print(json.dumps(result))
@@ -350,6 +378,7 @@ def main() -> None:
                 make_project(disk / "small", mem / "small.jsonl", mem / "small.sqlite"), repeats
             ),
         }
+        watch = _child("watch", str(disk / "big"))
         size_mb = (mem / "events.jsonl").stat().st_size / 2**20
     same = {k: v for k, v in status["indexed"][2].items() if k != "ledger"} == {
         k: v for k, v in status["full"][2].items() if k != "ledger"
@@ -359,11 +388,11 @@ def main() -> None:
     save(
         "ledger_costs" + ("-quick" if args.quick else ""),
         "Ledger: append, replay, status",
-        render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status),
+        render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, watch),
     )
 
 
-def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status) -> str:
+def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, watch) -> str:
     """The markdown body of the ledger results."""
     kinds = in_mem["kinds"]
     jobs_share = (kinds.get("job.started", 0) + kinds.get("job.finished", 0)) / n
@@ -452,6 +481,13 @@ def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status) 
         "gave the same result (checked).\n\n"
         + table(
             ["events in the run", "verified", "state from", "wall ms", "peak RSS MiB", "target"], status_rows
+        )
+        + "\n## One `ratchet watch` frame (in process: read_frame + render_frame, 80 columns)\n\n"
+        + table(
+            ["events in the run", "first frame ms", f"median of {WATCH_REPEATS} more, ms", "peak RSS MiB", "target"],
+            [(f"{n:,}, index in step", f"{watch['first_ms']:.0f}", f"**{watch['median_ms']:.0f}**",
+              f"{watch['rss_mb']:.0f}",
+              f"{'met' if watch['median_ms'] < TARGET_WATCH_MS else 'missed'} (< {TARGET_WATCH_MS:.0f} ms)")],
         )
         + "\nEvent kinds: "
         + ", ".join(f"{k} {v:,}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))

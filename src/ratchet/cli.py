@@ -264,17 +264,37 @@ def _render_status(r: dict[str, Any]) -> None:
 def report(
     run_id: RunArg = None,
     directory: DirOpt = Path("."),
+    as_html: Annotated[bool, typer.Option("--html", help="Write one self-contained report.html instead.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Re-render a run's report.md (and its plots) from its ledger."""
-    from ratchet.commands.runs import find_run, write_report
+    """Re-render a run's report.md (and its plots), or with --html its report.html, from its ledger."""
+    from ratchet.commands.runs import find_run, write_html_report, write_report
 
     def work() -> dict[str, Any]:
         run = find_run(directory, run_id)
-        return {"run_id": run.run_id, "report": str(write_report(run))}
+        return {"run_id": run.run_id, "report": str((write_html_report if as_html else write_report)(run))}
 
     execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
+
+
+@app.command()
+def watch(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    once: Annotated[bool, typer.Option("--once", help="Print one frame and exit.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one frame as exactly one JSON object.")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Watch a run live from another terminal (read-only, no lock): champion, current trial, budgets,
+    last attempts. `q` or Ctrl-C leaves."""
+    from ratchet.commands.watch import read_frame, watch_run
+    from ratchet.present.watch import render_frame
+
+    if once or as_json:
+        execute("watch", as_json, debug, lambda: read_frame(directory, run_id), lambda r: out.print(render_frame(r)))
+    else:
+        execute("watch", False, debug, lambda: watch_run(directory, run_id, out), lambda r: None)
 
 
 def _not_built(name: str) -> Callable[..., None]:
@@ -291,7 +311,7 @@ def _not_built(name: str) -> Callable[..., None]:
     return command
 
 
-for _name in ("verify", "calibrate", "watch"):
+for _name in ("verify", "calibrate"):
     app.command(name=_name, cls=_Command)(_not_built(_name))
 
 

@@ -13,11 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ratchet.core.errors import RatchetError
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
 from ratchet.ledger.rundir import COMPARE_MODE, RunDir, list_runs, open_run, run_mode
+from ratchet.present.report.data import (
+    MAX_DIFF_CHARS,
+    MAX_REPORT_CHARS,
+    AttemptDetail,
+    ReportData,
+    budget_timeline,
+    champion_trees,
+    clip,
+)
 from ratchet.present.status import status_result
 
 
@@ -92,31 +102,102 @@ def _indexed_state(
     return snapshot.status_state(chain), chain
 
 
-def write_report(run: RunDir, state: RunState | None = None) -> Path:
-    """(Re-)render `report.md` and its plots for `run` from its ledger; returns the report's path."""
+HTML_REPORT_NAME = "report.html"
+"""The file `ratchet report RUN --html` writes in the run's directory."""
+
+
+def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]:
+    """What both reports are made of, read once: the events, the `ratchet status` result, the
+    contract's sections, the promotions and (examples) the final pass rates per split."""
     from ratchet.core.contract_load import parse_contract  # pydantic: only for reports, not for status
-    from ratchet.present.report.markdown import render_report
-    from ratchet.present.report.plots import champion_plot, effects_plot
 
     events, _ = read_run(run)
     state = state or fold(events)
     contract = parse_contract(run.contract.read_text(encoding="utf-8"), source=str(run.contract))
-    status = status_result(state, is_locked(run.root))
-    promotions = [e.data for e in events if e.kind == "champion.promoted"]
     holdout = [e.data for e in events if e.kind == "trial.judged" and e.data.get("stage") == "holdout"]
+    return {
+        "events": events,
+        "state": state,
+        "status": status_result(state, is_locked(run.root)),
+        "campaign": contract.campaign.name,
+        "gate": contract.gate.model_dump(),
+        "target": contract.target.model_dump(),
+        "promotions": [e.data for e in events if e.kind == "champion.promoted"],
+        "splits": holdout[-1].get("splits") if holdout else None,
+    }
+
+
+def write_report(run: RunDir, state: RunState | None = None) -> Path:
+    """(Re-)render `report.md` and its plots for `run` from its ledger; returns the report's path."""
+    from ratchet.present.report.markdown import render_report
+    from ratchet.present.report.plots import champion_plot, effects_plot
+
+    r = _report_inputs(run, state)
+    status = r["status"]
     run.plots.mkdir(parents=True, exist_ok=True)
     plots = [
-        champion_plot(status["attempts"], promotions, status["holdout"], run.plots / "champion.png"),
+        champion_plot(status["attempts"], r["promotions"], status["holdout"], run.plots / "champion.png"),
         effects_plot(status["attempts"], run.plots / "effects.png"),
     ]
     text = render_report(
         status,
-        campaign=contract.campaign.name,
-        gate=contract.gate.model_dump(),
-        target=contract.target.model_dump(),
-        promotions=promotions,
+        campaign=r["campaign"],
+        gate=r["gate"],
+        target=r["target"],
+        promotions=r["promotions"],
         plots=[p.relative_to(run.root).as_posix() for p in plots],
-        splits=holdout[-1].get("splits") if holdout else None,
+        splits=r["splits"],
     )
     run.report.write_text(text, encoding="utf-8")
     return run.report
+
+
+def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
+    """(Re-)render `report.html` for `run` from its ledger, its blobs (each attempt's report) and
+    git (each attempt's diff against the champion it was measured against); returns its path."""
+    from ratchet.present.report.html import render_html
+
+    r = _report_inputs(run, state)
+    data = ReportData(
+        status=r["status"], campaign=r["campaign"], gate=r["gate"], target=r["target"],
+        promotions=r["promotions"], splits=r["splits"], timeline=budget_timeline(r["events"]),
+        details=_attempt_details(run, r["state"], r["promotions"]), events=len(r["events"]),
+    )
+    path = run.root / HTML_REPORT_NAME
+    path.write_text(render_html(data), encoding="utf-8")
+    return path
+
+
+def _attempt_details(run: RunDir, state: RunState, promotions: list[dict[str, Any]]) -> dict[int, AttemptDetail]:
+    """attempt -> AttemptDetail: the submitted report (its blob) and the diff from the champion of
+    its time to its candidate (git); a missing blob or tree object is said, never fatal."""
+    from ratchet.ledger.blobs import BlobStore
+    from ratchet.workspace.git import Git
+
+    before = champion_trees((a.attempt for a in state.attempts), promotions, state.baseline.tree)
+    blobs = BlobStore(run.blobs)
+    try:
+        git: Git | None = Git(run.project_root)
+    except RatchetError:
+        git = None
+    details = {}
+    for a in state.attempts:
+        report = None
+        if a.report_blob:
+            try:
+                report = clip(blobs.get_bytes(a.report_blob).decode("utf-8", "replace"), MAX_REPORT_CHARS)
+            except (RatchetError, OSError) as exc:
+                report = f"(the report's blob cannot be read: {exc})"
+        diff, note = None, None
+        if not a.tree or not before[a.attempt]:
+            note = "no candidate tree was recorded"
+        elif git is None:
+            note = f"{run.project_root} is not a git repository here"
+        else:
+            try:
+                diff = clip(git.diff_text(before[a.attempt] or "", a.tree), MAX_DIFF_CHARS) or None
+                note = None if diff else "none: the candidate's tree equals the champion's"
+            except RatchetError:
+                note = "the trees are not in this repository any more (git gc, or a moved run)"
+        details[a.attempt] = AttemptDetail(report=report, diff=diff, diff_note=note)
+    return details

@@ -37,6 +37,17 @@ def render_init(out: Console, r: dict[str, Any]) -> None:
         out.print(f"  [bold]{escape(command)}[/]")
 
 
+BUDGETS = (
+    ("attempts", "max_attempts", "attempts"),
+    ("evaluations", "max_evaluations", "job-units"),
+    ("cpu_hours", "max_cpu_hours", "CPU hours"),
+    ("gpu_hours", "max_gpu_hours", "GPU hours"),
+    ("wall_s", "max_wall_s", "wall seconds"),
+)
+"""Each budget as (key of the status result's budget.used, key of its limits, label), in the order
+`watch` and the reports show them."""
+
+
 def fmt_num(value: float | None, digits: int = 4) -> str:
     """A number for a table cell: `-` for None, else `digits` significant digits."""
     return "-" if value is None else f"{value:.{digits}g}"
@@ -47,6 +58,16 @@ def fmt_interval(interval: list[float] | tuple[float, float] | None, digits: int
     if not interval:
         return "-"
     return f"[{interval[0]:.{digits}g}, {interval[1]:.{digits}g}]"
+
+
+def fmt_amount(value: float | int | None) -> str:
+    """A budget amount: `-` for None; integers with thousands separators; floats to 4 significant
+    digits below 1,000 and as whole numbers with separators from there (never `1e+04`)."""
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def fmt_p(p: float | None) -> str:

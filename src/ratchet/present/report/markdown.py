@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+from ratchet.present.report import text
 
 
 def render_report(
@@ -27,46 +28,22 @@ def render_report(
     lines = [f"# Ratchet report: {campaign}", "", f"Run `{status['run_id']}` — state **{status['state']}**, "
              f"stop reason **{status['stop_reason'] or '-'}**"
              + (f" ({status['stop_budget']})" if status.get("stop_budget") else "") + ".", ""]
-    lines += _headline(status, gate, target)
+    lines += _headline(status, target)
     if splits:
         lines += _splits(splits)
     lines += _history(promotions)
     lines += _attempts(status["attempts"])
-    lines += _gate(gate, status, target)
+    lines += _gate(gate, target)
     lines += _budget(status["budget"])
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     return "\n".join(lines) + "\n"
 
 
-def _headline(status: Mapping[str, Any], gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+def _headline(status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
     out = ["## Headline: the holdout", ""]
-    h = status.get("holdout")
-    metric = target.get("metric") or "pass rate"
-    if status["promotions"] == 0:
-        out += ["No candidate was promoted: the champion is still the baseline, and no holdout was needed.", ""]
-        return out
-    if h is None:
-        out += ["The run promoted a candidate but has not measured the holdout yet (it runs when the run stops).", ""]
-        return out
-    if target.get("kind") == "examples":
-        out += [
-            f"The final champion against the original baseline on the **test split ({h['units']} examples, "
-            f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}** "
-            f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])}).",
-            "",
-        ]
-        return out
-    out += [
-        f"The final champion against the original baseline on **{h['units']} fresh units** "
-        f"(never used for selection): **{fmt_num(h['estimate'])}** {metric} "
-        f"(95% interval {fmt_interval(h['interval'])}, one-sided p = {fmt_p(h['p_value'])}, verdict {h['verdict']}).",
-        "",
-        "Gains are direction-normalized: positive means better. Fresh seeds on the same benchmark data are "
-        "not new data: the holdout guards against selection on noise, not against overfitting the "
-        "benchmark itself.",
-        "",
-    ]
+    for paragraph in text.headline(status, target):
+        out += [paragraph, ""]
     return out
 
 
@@ -99,23 +76,22 @@ def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
 def _splits(splits: Mapping[str, Any]) -> list[str]:
     out = ["## Pass rates of the final champion (Wilson 95% intervals)", "",
            "| split | passes | n | pass rate | interval |", "|---|---|---|---|---|"]
-    for name, label in (("dev", "dev"), ("val", "val"), ("test", "test"), ("test_baseline", "test (baseline)")):
+    for name, label in text.SPLIT_LABELS:
         r = splits.get(name)
         if r:
             out.append(f"| {label} | {r['passes']} | {r['n']} | {fmt_num(r['rate'])} | {fmt_interval(r['interval'])} |")
-    rate = {k: (splits.get(k) or {}).get("rate") for k in ("dev", "val", "test")}
-    gaps = []
-    if rate["dev"] is not None and rate["val"] is not None:
-        gaps.append(f"dev - val = {rate['dev'] - rate['val']:+.3f}")
-    if rate["val"] is not None and rate["test"] is not None:
-        gaps.append(f"val - test = {rate['val'] - rate['test']:+.3f} (selection on val shows up here)")
-    out += ["", "Gaps: " + ("; ".join(gaps) if gaps else "-") + ".", ""]
+    out += ["", f"Gaps: {text.split_gaps(splits)}.", ""]
     out += _statuses(splits)
     checks = splits.get("per_check") or {}
     if checks:
         out += ["| check | pass rate |", "|---|---|"] + [f"| {k} | {fmt_num(v)} |" for k, v in checks.items()] + [""]
-    out += ["The test score is honest only the first time it is looked at for this dataset: every later "
-            "decision informed by it turns test into another val.", ""]
+    return out + [text.TEST_ONCE, ""]
+
+
+def _gate(gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+    out = ["## The gate", "", text.gate_settings(gate), ""]
+    for paragraph in text.guarantee(gate, target):
+        out += [paragraph, ""]
     return out
 
 
@@ -135,48 +111,6 @@ def _statuses(splits: Mapping[str, Any]) -> list[str]:
             parts = [f"{counts[key]} {label}" for key, label in STATUS_LABELS if counts.get(key)]
             out.append(f"- {name.replace('_', ' ')}: " + (", ".join(parts) if parts else "no failures"))
     return (["Failed examples, by how they ended:", ""] + out + [""]) if out else []
-
-
-def _gate(gate: Mapping[str, Any], status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
-    out = ["## The gate", ""]
-    out.append(
-        f"alpha = {gate['alpha']}, multiplicity = `{gate['multiplicity']}`, looks = {list(gate['units'])}, "
-        f"min_effect = {gate['min_effect']}, min_effect_rel = {gate['min_effect_rel']}, confirm = {gate['confirm']}."
-    )
-    out.append("")
-    if gate["multiplicity"] == "campaign":
-        out.append(
-            "Multiplicity `campaign`: trial t is tested at level alpha * w_t with front-loaded weights "
-            "summing to at most 1 over budget.max_attempts (a Bonferroni-type allocation, valid under any "
-            "dependence between trials), so the probability that this run promoted anything false is at "
-            "most alpha."
-        )
-    else:
-        out.append(
-            "Multiplicity `trial`: every trial is tested at alpha. False promotions accumulate over a long "
-            "run: with many attempts, some promotion is likely to be noise."
-        )
-    out.append("")
-    if target.get("kind") == "examples":
-        out.append(
-            "Examples: every trial measures on the same val split (exact McNemar on the discordant "
-            "examples); the campaign rule above is what controls the reuse of val across trials. "
-            "gate.confirm does not apply (there are no fresh units), so promoted estimates are those of "
-            "the selecting trial, which are biased upward; the test split, measured once at the end, is "
-            "the honest number."
-        )
-        return out + [""]
-    out.append(
-        "Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
-        "efficacy or futility. Accepted candidates were re-measured on fresh units before promotion "
-        "(confirmation), and the history above quotes the confirmation's estimate, since the selecting "
-        "trial's own estimate is biased upward."
-        if gate.get("confirm") else
-        "Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
-        "efficacy or futility. Confirmation was off or does not apply: promoted estimates are those of "
-        "the selecting trial, which are biased upward."
-    )
-    return out + [""]
 
 
 def _budget(budget: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,224 @@
+"""The run report as one self-contained HTML page (`ratchet report RUN --html`).
+
+No network and no external asset: the style sheet (report.css) is inlined, the charts are inline
+SVG drawn by plots.py, and a Content-Security-Policy forbids loading anything else. Every value a
+user or an agent supplied (campaign name, summaries, reports, diffs, reasons, check names) is
+HTML-escaped. Pure apart from reading report.css from the package: ReportData in, text out.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
+from ratchet.present.report import text
+from ratchet.present.report.data import AttemptDetail, ReportData
+from ratchet.present.report.plots import (
+    budget_figure,
+    champion_figure,
+    effects_figure,
+    figure_svg,
+)
+
+CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+"""Nothing but the page's own inline style and data: images may load: a report never reaches out."""
+
+_STRONG = re.compile(r"\*\*(.+?)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def esc(value: Any) -> str:
+    """`value` as HTML text (quotes escaped too, so it is safe in attributes); None as `-`."""
+    return html.escape("-" if value is None else str(value), quote=True)
+
+
+def inline(paragraph: str) -> str:
+    """A text.py paragraph as HTML: escaped first, then `**strong**` and `` `code` `` as tags."""
+    out = _STRONG.sub(r"<strong>\1</strong>", esc(paragraph))
+    return _CODE.sub(r"<code>\1</code>", out)
+
+
+def render_html(data: ReportData) -> str:
+    """The whole page for one run (UTF-8 text)."""
+    status = data.status
+    sections = [
+        ("headline", "Headline: the holdout", _headline(data)),
+        ("champion", "The champion's path", _champion(data)),
+        ("attempts", f"Attempts ({len(status['attempts'])})", _attempts(status["attempts"])),
+        ("budget", "Budget", _budget(data)),
+        ("gate", "The gate", _gate(data.gate, data.target)),
+        ("details", "Reports and diffs", _details(status["attempts"], data.details)),
+    ]
+    if data.splits:
+        sections.insert(1, ("splits", "Pass rates of the final champion", _splits(data.splits)))
+    nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title, _ in sections)
+    body = "".join(f'<section id="{key}"><h2>{esc(title)}</h2>{content}</section>'
+                   for key, title, content in sections)
+    stop = status["stop_reason"] or "-"
+    if status.get("stop_budget"):
+        stop += f" ({status['stop_budget']})"
+    css = resources.files("ratchet.present.report").joinpath("report.css").read_text(encoding="utf-8")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Ratchet report: {esc(data.campaign)}</title><style>{css}</style></head><body>"
+        f"<header><h1>Ratchet report: {esc(data.campaign)}</h1>"
+        f'<p class="meta">run <code>{esc(status["run_id"])}</code> · state <strong>{esc(status["state"])}</strong>'
+        f" · stop reason <strong>{esc(stop)}</strong> · {status['promotions']} promotion(s)</p></header>"
+        f"<nav>{nav}</nav><main>{body}</main>"
+        f'<footer>Rendered from the run\'s ledger ({data.events:,} events) by <code>ratchet report --html</code>. '
+        "Gains are direction-normalized: positive means better.</footer></body></html>\n"
+    )
+
+
+def _headline(data: ReportData) -> str:
+    paragraphs = text.headline(data.status, data.target)
+    return f'<p class="headline">{inline(paragraphs[0])}</p>' + "".join(f"<p>{inline(p)}</p>" for p in paragraphs[1:])
+
+
+def _verdict(verdict: str | None) -> str:
+    if verdict is None:
+        return '<span class="verdict">-</span>'
+    return f'<span class="verdict v-{esc(verdict)}">{esc(verdict)}</span>'
+
+
+def _bar(fraction: float | None) -> str:
+    """A small horizontal bar filled to `fraction` (clamped to [0, 1]); empty for None."""
+    if fraction is None:
+        return ""
+    width = 100.0 * min(max(fraction, 0.0), 1.0)
+    return f'<span class="bar" aria-hidden="true"><span style="width:{width:.1f}%"></span></span>'
+
+
+def _table(headers: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]]) -> str:
+    """A table; `headers`: (label, numeric) pairs; cells are HTML already. On narrow screens each
+    row becomes one card, each cell labelled with its header (report.css, `table.stack`)."""
+    head = "".join(f'<th{" class=num" if num else ""}>{esc(label)}</th>' for label, num in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td{" class=num" if num else ""} data-label="{esc(label)}">{cell}</td>'
+                         for (label, num), cell in zip(headers, row, strict=True)) + "</tr>"
+        for row in rows
+    )
+    return f'<table class="stack"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+
+
+def _champion(data: ReportData) -> str:
+    status = data.status
+    svg = figure_svg(champion_figure(status["attempts"], data.promotions, status["holdout"]), "champion")
+    rows = [["0", "baseline", f"<code>{esc(str(status['baseline']['commit'] or '-')[:10])}</code>", "-", "-"]]
+    for i, p in enumerate(data.promotions, start=1):
+        rows.append([str(i), esc(p.get("attempt")), f"<code>{esc(str(p.get('commit'))[:10])}</code>",
+                     esc(fmt_num(p.get("estimate"))), esc(fmt_interval(p.get("interval")))])
+    headers = [("promotion", True), ("attempt", True), ("commit", False), ("gain at promotion", True),
+               ("95% interval", True)]
+    note = ('<p class="note">Each step is a promotion; its gain is the confirmation\'s estimate where '
+            "confirmation ran. The diamond is the holdout: the final champion against the baseline.</p>")
+    return _figure(svg, "Cumulative confirmed gain over attempts, with each promotion's interval") + note + _table(
+        headers, rows)
+
+
+_ATTEMPT_HEADERS = [("#", True), ("summary", False), ("verdict", False), ("effect", True), ("95% interval", True),
+                    ("p", True), ("level", True), ("units", True), ("reason", False)]
+
+
+def _attempt_row(a: Mapping[str, Any]) -> list[str]:
+    reason = a.get("reason_text") or a.get("reason") or ""
+    c = a.get("confirm")
+    if c:
+        reason += f" Confirmation: {c['verdict']}, {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}."
+    return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(a["attempt"])}</a>', esc(a.get("summary") or ""),
+            _verdict(a.get("verdict")), esc(fmt_num(a.get("estimate"))), esc(fmt_interval(a.get("interval"))),
+            esc(fmt_p(a.get("p_value"))), esc(fmt_p(a.get("level"))), esc(a.get("units") or "-"), esc(reason)]
+
+
+def _attempts(attempts: Sequence[Mapping[str, Any]]) -> str:
+    if not attempts:
+        return "<p>No attempt was made.</p>"
+    svg = figure_svg(effects_figure(attempts), "effects")
+    counts: dict[str, int] = {}
+    for a in attempts:
+        counts[a.get("verdict") or "none"] = counts.get(a.get("verdict") or "none", 0) + 1
+    tally = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
+    return (_figure(svg, "Each attempt's effect against the champion of its time, with its 95% interval")
+            + f'<p class="note">{esc(tally)}. The level is the share of alpha the gate granted that trial.</p>'
+            + _table(_ATTEMPT_HEADERS, [_attempt_row(a) for a in attempts]))
+
+
+def _budget(data: ReportData) -> str:
+    used, limits = data.status["budget"]["used"], data.status["budget"]["limits"]
+    rows = []
+    for key, limit_key, label in BUDGETS:
+        value, limit = used.get(key), limits.get(limit_key) or 0
+        if value is None:
+            continue
+        shown = fmt_amount(value)
+        share = value / limit if limit else None
+        rows.append([esc(label), esc(shown), esc(f"{limit:,}" if limit else "unlimited"),
+                     _bar(share) + esc(f"{100 * share:.0f}%" if share is not None else "-")])
+    table = _table([("budget", False), ("used", True), ("limit", True), ("share used", False)], rows)
+    if len(data.timeline) < 2:
+        return table
+    svg = figure_svg(budget_figure(data.timeline, limits), "budget")
+    return table + _figure(svg, "Each limited budget's share used after each attempt (the dashed line is the limit)")
+
+
+def _splits(splits: Mapping[str, Any]) -> str:
+    rows = []
+    for name, label in text.SPLIT_LABELS:
+        r = splits.get(name)
+        if r:
+            rows.append([esc(label), esc(r["passes"]), esc(r["n"]), _bar(r["rate"]) + esc(fmt_num(r["rate"])),
+                         esc(fmt_interval(r["interval"]))])
+    out = _table([("split", False), ("passes", True), ("n", True), ("pass rate", False),
+                  ("Wilson 95% interval", True)], rows)
+    out += f"<p>Gaps: {esc(text.split_gaps(splits))}.</p>"
+    checks = splits.get("per_check") or {}
+    if checks:
+        check_rows = [[f"<code>{esc(name)}</code>", _bar(rate) + esc(fmt_num(rate))] for name, rate in checks.items()]
+        out += "<h3>Per-check pass rates</h3>" + _table([("check", False), ("pass rate", False)], check_rows)
+    return out + f'<p class="note">{esc(text.TEST_ONCE)}</p>'
+
+
+def _gate(gate: Mapping[str, Any], target: Mapping[str, Any]) -> str:
+    return "<p>" + " ".join(inline(p) for p in [text.gate_settings(gate), *text.guarantee(gate, target)]) + "</p>"
+
+
+def _details(attempts: Sequence[Mapping[str, Any]], details: Mapping[int, AttemptDetail]) -> str:
+    if not attempts:
+        return "<p>No attempt was made.</p>"
+    out = ['<p class="note">Each attempt\'s own report (as the agent wrote it) and its diff against the '
+           "champion it was measured against, folded.</p>"]
+    for a in attempts:
+        d = details.get(a["attempt"]) or AttemptDetail()
+        parts = []
+        if d.report is not None:
+            parts.append(f"<details><summary>report</summary><pre>{esc(d.report)}</pre></details>")
+        if d.diff is not None:
+            parts.append(f'<details><summary>diff</summary><pre class="diff">{_diff_lines(d.diff)}</pre></details>')
+        elif d.diff_note:
+            parts.append(f'<p class="note">diff: {esc(d.diff_note)}</p>')
+        if not parts:
+            parts.append('<p class="note">no report and no candidate recorded</p>')
+        title = f"#{a['attempt']} {a.get('summary') or ''}".strip()
+        out.append(f'<details id="attempt-{esc(a["attempt"])}"><summary>{esc(title)} · '
+                   f"{_verdict(a.get('verdict'))}</summary>{''.join(parts)}</details>")
+    return "".join(out)
+
+
+def _diff_lines(diff: str) -> str:
+    """A unified diff as escaped HTML, added and removed lines marked (class `add` / `del`)."""
+    out = []
+    for line in diff.splitlines():
+        kind = "add" if line.startswith("+") and not line.startswith("+++") else (
+            "del" if line.startswith("-") and not line.startswith("---") else None)
+        out.append(f'<span class="{kind}">{esc(line)}</span>' if kind else esc(line))
+    return "\n".join(out)

@@ -1,0 +1,106 @@
+"""The report's sentences, shared by the markdown and the HTML report so both say the same thing.
+
+Pure. Paragraphs use two inline marks only: `**strong**` and `` `code` `` (markdown.py prints them
+as they are; html.py escapes the text first, then turns the marks into tags).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+
+NOT_NEW_DATA = (
+    "Gains are direction-normalized: positive means better. Fresh seeds on the same benchmark data are "
+    "not new data: the holdout guards against selection on noise, not against overfitting the "
+    "benchmark itself."
+)
+
+TEST_ONCE = (
+    "The test score is honest only the first time it is looked at for this dataset: every later "
+    "decision informed by it turns test into another val."
+)
+
+
+def headline(status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+    """The holdout headline as paragraphs. `status`: the `ratchet status` result; `target`: the
+    contract's target section as a dict."""
+    h = status.get("holdout")
+    metric = target.get("metric") or "pass rate"
+    if status["promotions"] == 0:
+        return ["No candidate was promoted: the champion is still the baseline, and no holdout was needed."]
+    if h is None:
+        return ["The run promoted a candidate but has not measured the holdout yet (it runs when the run stops)."]
+    if target.get("kind") == "examples":
+        return [
+            f"The final champion against the original baseline on the **test split ({h['units']} examples, "
+            f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}** "
+            f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])})."
+        ]
+    return [
+        f"The final champion against the original baseline on **{h['units']} fresh units** "
+        f"(never used for selection): **{fmt_num(h['estimate'])}** {metric} "
+        f"(95% interval {fmt_interval(h['interval'])}, one-sided p = {fmt_p(h['p_value'])}, verdict {h['verdict']}).",
+        NOT_NEW_DATA,
+    ]
+
+
+def gate_settings(gate: Mapping[str, Any]) -> str:
+    """One sentence listing the gate's settings (the contract's gate section as a dict)."""
+    return (
+        f"alpha = {gate['alpha']}, multiplicity = `{gate['multiplicity']}`, looks = {list(gate['units'])}, "
+        f"min_effect = {gate['min_effect']}, min_effect_rel = {gate['min_effect_rel']}, confirm = {gate['confirm']}."
+    )
+
+
+def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+    """What the gate guarantees, as paragraphs: the multiplicity rule, then the within-trial rule
+    (looks, confirmation) for benchmarks or the reuse of val for examples."""
+    if gate["multiplicity"] == "campaign":
+        rule = (
+            "Multiplicity `campaign`: trial t is tested at level alpha * w_t with front-loaded weights "
+            "summing to at most 1 over budget.max_attempts (a Bonferroni-type allocation, valid under any "
+            "dependence between trials), so the probability that this run promoted anything false is at "
+            "most alpha."
+        )
+    else:
+        rule = (
+            "Multiplicity `trial`: every trial is tested at alpha. False promotions accumulate over a long "
+            "run: with many attempts, some promotion is likely to be noise."
+        )
+    if target.get("kind") == "examples":
+        return [rule, (
+            "Examples: every trial measures on the same val split (exact McNemar on the discordant "
+            "examples); the campaign rule above is what controls the reuse of val across trials. "
+            "gate.confirm does not apply (there are no fresh units), so promoted estimates are those of "
+            "the selecting trial, which are biased upward; the test split, measured once at the end, is "
+            "the honest number."
+        )]
+    looks = ("Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
+             "efficacy or futility. ")
+    if gate.get("confirm"):
+        return [rule, looks + (
+            "Accepted candidates were re-measured on fresh units before promotion (confirmation), and the "
+            "history quotes the confirmation's estimate, since the selecting trial's own estimate is "
+            "biased upward."
+        )]
+    return [rule, looks + (
+        "Confirmation was off or does not apply: promoted estimates are those of the selecting trial, "
+        "which are biased upward."
+    )]
+
+
+def split_gaps(splits: Mapping[str, Any]) -> str:
+    """The dev - val and val - test pass-rate gaps of the final champion, or `-`."""
+    rate = {k: (splits.get(k) or {}).get("rate") for k in ("dev", "val", "test")}
+    gaps = []
+    if rate["dev"] is not None and rate["val"] is not None:
+        gaps.append(f"dev - val = {rate['dev'] - rate['val']:+.3f}")
+    if rate["val"] is not None and rate["test"] is not None:
+        gaps.append(f"val - test = {rate['val'] - rate['test']:+.3f} (selection on val shows up here)")
+    return "; ".join(gaps) if gaps else "-"
+
+
+SPLIT_LABELS = (("dev", "dev"), ("val", "val"), ("test", "test"), ("test_baseline", "test (baseline)"))
+"""The splits a final examples measurement records, and how the report names them."""
