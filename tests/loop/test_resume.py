@@ -562,13 +562,12 @@ def test_a_changed_contract_refuses_the_resume_naming_the_keys(project: Path):
 # -- replays that must judge exactly as the first time ------------------------------------------------
 
 
-def test_a_replayed_trial_is_judged_with_the_margin_it_was_judged_with(project: Path, git_cli):
-    """With a relative margin, a trial's margin comes from the champion mean of the trial judged
-    before it. Attempt 1's trial has none (margin 0: accepted); its confirmation uses the trial's
-    (0.5 * 9: the gain of about 3.2 is not confirmed). A resume after the trial's verdict must not
-    take the trial's own record as "the trial before it" (margin 4.5: a verdict different from the
-    recorded one, and the attempt could never finish)."""
-    text = CONTRACT.replace("units = [4, 8]\n", "units = [4, 8]\nmin_effect_rel = 0.5\n")
+def test_a_replayed_trial_is_judged_with_the_margin_recorded_with_its_plan(project: Path, git_cli):
+    """With a relative margin, a stage's margin is min_effect_rel x |the champion's mean as last
+    measured| (the preflight's before the first trial), recorded with its plan. A resume after the
+    trial's verdict replays the trial with that recorded margin, not one recomputed from the
+    trial's own later record, so it reaches the verdict it recorded and the attempt can finish."""
+    text = CONTRACT.replace("units = [4, 8]\n", "units = [4, 8]\nmin_effect_rel = 0.2\n")
     (project / "ratchet.toml").write_text(text.replace("max_attempts = 3", "max_attempts = 1"))
     git_cli(project, "commit", "-q", "-am", "relative margin")
     child = Child(project, crash_at="after:trial.judged:1")
@@ -576,9 +575,13 @@ def test_a_replayed_trial_is_judged_with_the_margin_it_was_judged_with(project: 
     run_id = _run_id(project)
     resumed = _resume(project, run_id, timeout=60)
     assert resumed.proc.returncode == 0, resumed.stderr()
-    judged = [e["data"] for e in events(project, run_id) if e["kind"] == "trial.judged"]
-    assert [(j["stage"], j["verdict"]) for j in judged] == [("trial", "accepted"), ("confirm", "rejected")]
-    assert resumed.envelope()["result"]["promotions"] == 0
+    evs = events(project, run_id)
+    preflight = [e["data"]["value"] for e in evs if e["kind"] == "job.finished" and e["data"]["stage"] == "preflight"]
+    planned = {e["data"]["stage"]: e["data"]["margin"] for e in evs if e["kind"] == "trial.planned"}
+    assert planned["trial"] == pytest.approx(0.2 * abs(preflight[0]))
+    judged = [(e["data"]["stage"], e["data"]["verdict"]) for e in evs if e["kind"] == "trial.judged"]
+    assert [stage for stage, _ in judged].count("trial") == 1, judged
+    assert judged[0] == ("trial", "accepted") and judged[1][0] == "confirm"
 
 
 def test_files_agent_resume_measures_the_recorded_submission_and_stops_after_giving_up(project: Path,

@@ -359,6 +359,9 @@ class _Folder:
         self.judged_since_promotion.clear()
         self.promotions += 1
 
+    def on_run_abandoned(self, d: Mapping[str, Any]) -> None:
+        self.state, self.stop_reason, self.stop_budget, self.stop_detail = "stopped", "abandoned", None, d.get("reason")
+
     def on_run_stopped(self, d: Mapping[str, Any]) -> None:
         reason = d.get("stop_reason")
         self.state = "interrupted" if reason == "interrupted" else "stopped"

@@ -25,6 +25,7 @@ from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import ContractError, DataError, RatchetError
 from ratchet.core.events import LEDGER_FORMAT
+from ratchet.core.payloads import check_payload
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import Event, EventLog, scan_log
@@ -75,7 +76,9 @@ class Kernel:
         return self.loaded.contract
 
     def record(self, kind: str, data: Mapping[str, Any]) -> Event:
-        """Append one event (fsynced) and apply it to the index."""
+        """Append one event (fsynced) and apply it to the index. Raises LedgerError
+        `ledger.bad_payload` (nothing written) when `data` is not `kind`'s payload (core.payloads)."""
+        check_payload(kind, data)
         if self.crash_at is not None:
             self._crash_if("before", kind)
         event = self.log.append(kind, dict(data), self.clock())  # type: ignore[arg-type]
