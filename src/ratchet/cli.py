@@ -247,6 +247,21 @@ def report(
     execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
 
 
+@app.command()
+def abandon(
+    run_id: Annotated[str, typer.Argument(help="The unfinished run to give up.")],
+    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Give up an interrupted run for good (stop reason abandoned; nothing is deleted)."""
+    from ratchet.commands.abandon import abandon_run
+
+    execute("abandon", as_json, debug, lambda: abandon_run(directory, run_id),
+            lambda r: out.print(f"run [bold]{r['run_id']}[/] abandoned (it was {r['state_before']}); "
+                                "its ledger, jobs and report are kept"))
+
+
 def _not_built(name: str) -> Callable[..., None]:
     def command(as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
         from ratchet.core.errors import UnsupportedError

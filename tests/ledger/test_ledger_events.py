@@ -281,7 +281,7 @@ def test_a_missing_log_is_reported(run_dir):
 
 
 def test_every_kind_has_a_one_line_description():
-    assert len(EVENT_KINDS) == 13
+    assert len(EVENT_KINDS) == 14
     assert all(text and "\n" not in text for text in EVENT_KINDS.values())
 
 

@@ -106,7 +106,8 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
             raise DataError(
                 "run.interrupted_exists",
                 f"run {stale[-1]} was interrupted and can be resumed",
-                hint=f"resume it: ratchet run {directory} --resume {stale[-1]}",
+                hint=f"resume it: ratchet run {directory} --resume {stale[-1]}; or give it up (nothing is "
+                     f"deleted): ratchet abandon {stale[-1]} --dir {directory}",
             )
         commit = git.head_commit()
         tree = git.tree_of(commit)

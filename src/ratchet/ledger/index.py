@@ -267,6 +267,9 @@ class Index:
             stop_budget=d.get("budget"),
         )
 
+    def _on_run_abandoned(self, seq: int, d: Mapping[str, Any]) -> None:
+        self._meta(state="stopped", stop_reason="abandoned", stop_budget=None)
+
     def _on_ledger_repaired(self, seq: int, d: Mapping[str, Any]) -> None:
         return None
 

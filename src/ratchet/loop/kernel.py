@@ -244,7 +244,8 @@ def _check_same_contract(run: RunDir, loaded: LoadedContract) -> None:
     raise ContractError(
         "contract.changed",
         f"ratchet.toml changed since run {run.run_id} started: {', '.join(changed)}",
-        hint=f"restore it (the original is {run.contract}), or start a new run",
+        hint=f"restore it (the original is {run.contract}), or give the run up with "
+             f"`ratchet abandon {run.run_id} --dir {run.project_root}` and start a new run",
     )
 
 
