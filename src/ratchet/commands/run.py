@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,7 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
     champion, holdout, report} (and `_exit_code` 130 when interrupted)."""
     from ratchet.loop.campaign import Campaign, start_record
 
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # before the kernel's handler: as Ctrl-C
     loaded, git = open_project(directory)
     data = load_split(loaded.root, loaded.contract) if loaded.contract.target.kind == "examples" else None
     if resume is None:

@@ -43,6 +43,10 @@ kernel SIGKILL itself just before or just after the n-th event of that kind in t
 appended — a crash at an exact step. Read when a kernel opens; unset in normal use."""
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Signals that stop a run cleanly: jobs killed, stop reason `interrupted`, exit 130, resumable."""
+
+
 def utc_now() -> dt.datetime:
     """The wall clock, timezone-aware UTC (the only clock the kernel reads)."""
     return dt.datetime.now(dt.UTC)
@@ -66,7 +70,7 @@ class Kernel:
     clock: Clock = utc_now
     interrupted: bool = False
     crash_at: tuple[str, str, int] | None = None
-    _old_handler: Any = field(default=None, repr=False)
+    _old_handlers: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @property
     def contract(self):
@@ -118,18 +122,21 @@ class Kernel:
         )
 
     def install_sigint(self) -> None:
-        """Ctrl-C: kill running jobs and mark the run interrupted (the loop stops at the next step)."""
+        """Ctrl-C or SIGTERM (STOP_SIGNALS): kill running jobs and mark the run interrupted (the
+        loop stops at the next step; exit 130, resumable)."""
 
         def handler(signum: int, frame: Any) -> None:
             self.interrupted = True
             self.executor.cancel()
 
-        self._old_handler = signal.signal(signal.SIGINT, handler)
+        for sig in STOP_SIGNALS:
+            self._old_handlers[sig] = signal.signal(sig, handler)
 
     def close(self) -> None:
-        """Restore the Ctrl-C handler, close the log, index and executor, release the lock."""
-        if self._old_handler is not None:
-            signal.signal(signal.SIGINT, self._old_handler)
+        """Restore the stop signals' handlers, close the log, index and executor, release the lock."""
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        self._old_handlers.clear()
         self.executor.close()
         self.index.close()
         self.log.close()
