@@ -132,6 +132,8 @@ def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugO
 def run(
     directory: DirArg = Path("."),
     resume: Annotated[str | None, typer.Option("--resume", help="Continue the interrupted run RUN_ID.")] = None,
+    allow_concurrent: Annotated[bool, typer.Option(
+        "--allow-concurrent", help="Start even while another run of this project is in progress.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -140,7 +142,7 @@ def run(
     from ratchet.present.progress import LogUI, RichUI
 
     ui = LogUI(err) if as_json else RichUI(err)
-    execute("run", as_json, debug, lambda: run_project(directory, resume, ui), _render_run)
+    execute("run", as_json, debug, lambda: run_project(directory, resume, ui, allow_concurrent), _render_run)
 
 
 def _render_run(r: dict[str, Any]) -> None:

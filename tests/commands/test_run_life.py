@@ -115,3 +115,36 @@ def test_sigterm_during_the_preflight_exits_130_and_opens_no_run(project: Path):
         run.stop()
     assert run.envelope()["error"]["code"] == "interrupted"
     assert not (project / ".ratchet" / "runs").exists() or not os.listdir(project / ".ratchet" / "runs")
+
+
+def test_a_second_run_in_the_project_is_refused_naming_the_first_ones_pid(project: Path):
+    _slow(project, "preflight")  # the first run holds the project from before its preflight
+    first = Run(project)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not (project.parent / "pids").exists():
+            assert first.proc.poll() is None and time.monotonic() < deadline, first.err.read_text()
+            time.sleep(0.05)
+        code, out, _ = ratchet("run", str(project))
+        assert code == 2 and out["error"]["code"] == "run.concurrent", out
+        assert f"pid {first.proc.pid}" in out["error"]["message"] and "--allow-concurrent" in out["error"]["hint"]
+        assert not (project / ".ratchet" / "runs").exists() or not os.listdir(project / ".ratchet" / "runs")
+    finally:
+        first.stop()
+
+
+def test_allow_concurrent_lets_a_second_run_start_and_a_third_is_still_refused(project: Path):
+    set_contract(project, replace={"[campaign]": "[budget]\nmax_attempts = 1\n\n[campaign]"})
+    _slow(project, "a0001-trial")
+    first = Run(project, "--allow-concurrent")
+    try:
+        _wait_for_job(project, first, "a0001-trial")
+        code, out, _ = ratchet("run", str(project))  # the first holds only its run's lock: still seen
+        assert code == 2 and out["error"]["code"] == "run.concurrent" and f"pid {first.proc.pid}" in \
+            out["error"]["message"]
+        _slow(project, "")
+        code, out, err = ratchet("run", str(project), "--allow-concurrent")
+        assert code == 0, err
+        assert first.proc.poll() is None  # both ran at once
+    finally:
+        first.stop()

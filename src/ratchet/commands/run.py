@@ -20,6 +20,7 @@ from ratchet.core.contract_load import LoadedContract, load_contract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
 from ratchet.core.plan import PlannedJob
 from ratchet.core.unsupported import refuse_unsupported
+from ratchet.ledger.project_lock import sole_run
 from ratchet.ledger.rundir import RATCHET_DIR, ensure_ratchet_dir
 from ratchet.loop.examples_trial import check_same_dataset, load_split
 from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
@@ -94,13 +95,22 @@ def preflight(loaded: LoadedContract, git: Git, tree: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str, Any]:
-    """`ratchet run [DIR] [--resume RUN_ID]`: returns {run_id, stop_reason, budget, promotions,
-    champion, holdout, report} (and `_exit_code` 130 when interrupted)."""
-    from ratchet.loop.campaign import Campaign, start_record
-
+def run_project(directory: Path, resume: str | None, ui: CampaignUI, allow_concurrent: bool = False
+                ) -> dict[str, Any]:
+    """`ratchet run [DIR] [--resume RUN_ID] [--allow-concurrent]`: returns {run_id, stop_reason,
+    budget, promotions, champion, holdout, report} (and `_exit_code` 130 when interrupted). Raises
+    DataError `run.concurrent` while another run of the project is in progress (see
+    `ledger.project_lock.sole_run`) unless `allow_concurrent`."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # before the kernel's handler: as Ctrl-C
     loaded, git = open_project(directory)
+    with sole_run(loaded.root, allow_concurrent, resume):
+        return _start(loaded, git, directory, resume, ui)
+
+
+def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None, ui: CampaignUI
+           ) -> dict[str, Any]:
+    from ratchet.loop.campaign import Campaign, start_record
+
     data = load_split(loaded.root, loaded.contract) if loaded.contract.target.kind == "examples" else None
     if resume is None:
         stale = interrupted_runs(loaded.root)
