@@ -8,21 +8,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ratchet.commands.project import check_project
 from ratchet.core.budget import worst_case_units
 from ratchet.core.contract import Contract
-from ratchet.core.contract_load import load_contract
+from ratchet.core.contract_load import LoadedContract
+from ratchet.core.inputs import uncommitted_warning, working_tree_inputs
 from ratchet.core.unsupported import unsupported_settings
+from ratchet.ledger.rundir import ensure_ratchet_dir
+from ratchet.workspace.git import Git
 
 
-def check_report(directory: Path) -> dict[str, Any]:
-    """Load and validate the contract in `directory`; return a summary dict with keys
-    contract, target, scope, agent, gate, budget, sandbox, warnings, unsupported.
+def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
+    """Load and validate the contract in `directory`, refuse what `ratchet run` would refuse (with
+    the same errors: `commands.project.check_project`), and return a summary dict with keys
+    contract, target, scope, agent, gate, budget, sandbox, inputs, warnings, unsupported (always
+    empty: an unsupported setting is refused) and, with `preflight`, `preflight`: the baseline
+    measured once, as `ratchet run` does before spending any budget (in the sandbox when it is used).
 
-    Raises ContractError (exit 2) for an invalid contract.
+    Raises ContractError / UnsupportedError / DataError / GitError / SandboxError (exit 2), and
+    MeasurementError `preflight.no_metric` when the preflight measures nothing.
     """
-    loaded = load_contract(directory)
+    loaded, git = check_project(directory)
     contract = loaded.contract
     warnings = list(loaded.warnings)
+    stale = uncommitted_warning(git.changed_paths(), contract)
+    if stale:
+        warnings.append(stale)
     gate = gate_summary(contract)
     warnings.extend(gate.pop("warnings"))
     sandbox = sandbox_summary(contract)
@@ -39,8 +50,11 @@ def check_report(directory: Path) -> dict[str, Any]:
     if contract.target.kind == "examples":
         extra["examples"] = examples_summary(contract, loaded.root, gate["levels"][0]["level"])
         warnings.extend(extra["examples"].pop("warnings"))
+    if preflight:
+        extra["preflight"] = _preflight(loaded, git)
     return {
         **extra,
+        "inputs": {"working_tree": list(working_tree_inputs(contract)), "head": "everything else"},
         "contract": str(loaded.path),
         "digest": loaded.digest,
         "campaign": contract.campaign.model_dump(),
@@ -58,6 +72,19 @@ def check_report(directory: Path) -> dict[str, Any]:
         "warnings": warnings,
         "unsupported": [e.to_json() for e in unsupported_settings(contract)],
     }
+
+
+def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
+    """Measure HEAD's tree once (`commands.run.preflight`): {"commit", "state", "value", "reason"}."""
+    from ratchet.commands.run import preflight
+
+    ensure_ratchet_dir(loaded.root)
+    commit = git.head_commit()
+    if loaded.contract.target.kind != "benchmark":
+        return {"commit": commit, "state": "skipped", "value": None,
+                "reason": "examples targets are checked example by example when the run starts"}
+    m = preflight(loaded, git, git.tree_of(commit))
+    return {"commit": commit, "state": m.state, "value": m.value, "reason": m.reason}
 
 
 def _agent_detail(contract: Contract) -> dict[str, Any]:

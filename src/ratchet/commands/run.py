@@ -12,19 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.agents.base import Agent
-from ratchet.compute.base import SandboxSpec
+from ratchet.commands.project import check_project
+from ratchet.compute.env import sandbox_spec
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract import Contract
-from ratchet.core.contract_load import LoadedContract, load_contract
+from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
+from ratchet.core.inputs import uncommitted_warning
 from ratchet.core.plan import PlannedJob
-from ratchet.core.unsupported import refuse_unsupported
 from ratchet.ledger.project_lock import sole_run
 from ratchet.ledger.rundir import RATCHET_DIR, ensure_ratchet_dir
 from ratchet.loop.examples_trial import check_same_dataset, load_split
 from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
-from ratchet.loop.measure import JobRunner
+from ratchet.loop.measure import JobRunner, Measurement
 from ratchet.present.progress import CampaignUI
 from ratchet.workspace.git import Git
 
@@ -49,32 +50,26 @@ def make_agent(contract: Contract, root: Path, git: Git) -> Agent:
 
 
 def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedContract, Git]:
-    """Load the contract, refuse unsupported settings (the agent's only when not `for_compare`), and
-    check the project is a git repository with a commit. Raises ContractError / UnsupportedError /
-    DataError (exit 2)."""
-    loaded = load_contract(directory)
-    refuse_unsupported(loaded.contract, agent=not for_compare)
-    if not Git.is_repo(loaded.root):
-        raise DataError("git.not_a_repo", f"{loaded.root} is not a git repository",
-                        hint="run `git init && git add -A && git commit -m baseline` first")
-    git = Git(loaded.root)
-    git.head_commit()  # raises git.no_commits with a hint
-    changed = git.changed_paths()
-    if changed:
-        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        print(f"warning: uncommitted changes are not measured (the run uses HEAD): {shown}", file=sys.stderr)
+    """Refuse what a run cannot run (`commands.project.check_project`: the agent's settings only
+    when not `for_compare`), warn about uncommitted changes to inputs read from HEAD, and create
+    `.ratchet/`. Raises ContractError / UnsupportedError / DataError / GitError (exit 2)."""
+    loaded, git = check_project(directory, for_compare)
+    warning = uncommitted_warning(git.changed_paths(), loaded.contract)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     ensure_ratchet_dir(loaded.root)
     return loaded, git
 
 
-def preflight(loaded: LoadedContract, git: Git, tree: str) -> None:
-    """Run the baseline once before any budget is spent; a job without a metric stops here with
-    exit 2 and the job's stderr tail. Raises MeasurementError `preflight.no_metric`."""
+def preflight(loaded: LoadedContract, git: Git, tree: str) -> Measurement:
+    """Run the baseline once before any budget is spent and return its measurement; a job without
+    a metric stops here with exit 2 and the job's stderr tail. Raises MeasurementError
+    `preflight.no_metric`."""
     c = loaded.contract
     work = loaded.root / RATCHET_DIR / "preflight" / secrets.token_hex(4)
     executor = LocalExecutor(work / "jobs", 1)
     runner = JobRunner(git=git, executor=executor, target=c.target,
-                       sandbox=SandboxSpec(resolve_mode(c.sandbox.mode), c.sandbox.network),
+                       sandbox=sandbox_spec(c.sandbox, resolve_mode(c.sandbox.mode)),
                        work_dir=work / "work", cache=None, record=lambda kind, data: None,
                        exclude=c.hidden_paths)
     job = PlannedJob("preflight", "champion", tree, 0, c.campaign.seed % (2**31), 0, 0)
@@ -90,6 +85,7 @@ def preflight(loaded: LoadedContract, git: Git, tree: str) -> None:
                 hint="run the command by hand in a clean checkout; it must print a JSON line with "
                      f"{c.target.metric!r}",
             )
+        return m
     finally:
         executor.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -232,7 +232,8 @@ class LocalExecutor:
         argv = list(spec.argv)
         if spec.sandbox.mode == "bwrap":
             argv = wrap_argv(
-                argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env
+                argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env,
+                read_only=spec.sandbox.read_only,
             )
         outputs = (
             CappedOutput(job_dir / "stdout", spec.output_cap_bytes),
@@ -413,15 +414,16 @@ class _Job:
         """Signal the leader, its process group and every other live process of the job; returns
         how many processes other than the leader were alive."""
         found = self._scan(watch.pid)
-        # Descendants first: the leader (the reaper shim) holds on to the orphans while it lives.
-        if sig == signal.SIGKILL and self.cgroup is not None:
-            self.cgroup.kill()
-        pids.signal_processes(found.values(), sig)
-        try:
-            os.killpg(watch.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        watch.send(sig)
+        if sig == signal.SIGKILL:
+            # Descendants first: the leader (the reaper shim) holds on to the orphans while it lives.
+            if self.cgroup is not None:
+                self.cgroup.kill()
+            pids.signal_processes(found.values(), sig)
+            _signal_group(watch, sig)
+        else:
+            # The leader first: told it is being stopped, the shim leaves the others their grace.
+            _signal_group(watch, sig)
+            pids.signal_processes(found.values(), sig)
         return len(found)
 
     def _sweep(self, leader: int) -> None:
@@ -438,6 +440,15 @@ class _Job:
     def _result(self, status: int, elapsed: float, cpu: float, ended_by: str | None) -> JobResult:
         state, exit_code, sig, reason = describe_end(status, ended_by, self.spec.timeout_s, len(self.victims))
         return make_result(self.spec, state, exit_code, sig, elapsed, cpu, self.outputs, reason)
+
+
+def _signal_group(watch: ExitWatch, sig: int) -> None:
+    """Signal a job's leader and its process group."""
+    watch.send(sig)
+    try:
+        os.killpg(watch.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _drain(io: JobIO) -> None:

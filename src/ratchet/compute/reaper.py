@@ -162,7 +162,7 @@ def main(args: list[str]) -> None:
             break
     for sig in FORWARDED:
         signal.signal(sig, signal.SIG_IGN)
-    if stopping:
+    if stopping or (os.WIFSIGNALED(status) and os.WTERMSIG(status) in FORWARDED):
         _wait_all()  # the job is being stopped: its other processes got the signal too and have the grace
     else:
         _sweep(me)

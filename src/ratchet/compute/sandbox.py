@@ -138,13 +138,15 @@ def wrap_argv(
     env: Mapping[str, str],
     python_prefixes: Sequence[str] | None = None,
     bwrap: str | None = None,
+    read_only: Sequence[str] = (),
 ) -> list[str]:
     """The bwrap command line running `argv` in the sandbox, in `workdir`, with exactly `env`.
 
     workdir, scratch: bound writable on their own (absolute, resolved) paths. network: share the
     host's network (else a private, empty network namespace). python_prefixes: read-only Python dirs
-    (default `default_python_prefixes()`). The mount order matters: /tmp is a tmpfs mounted before the
-    binds, so a checkout that lives under /tmp stays visible.
+    (default `default_python_prefixes()`). read_only: extra absolute paths bound read-only
+    (`sandbox.read_only`; one that does not exist is skipped). The mount order matters: /tmp is a
+    tmpfs mounted before the binds, so a checkout that lives under /tmp stays visible.
     """
     args = [bwrap or find_bwrap() or "bwrap"]
     for path in SYSTEM_DIRS:
@@ -159,6 +161,9 @@ def wrap_argv(
         if not _covered(prefix, bound):
             args += ["--ro-bind", prefix, prefix]
             bound.append(prefix)
+    for path in read_only:
+        if not _covered(path, bound):
+            args += ["--ro-bind-try", path, path]
     work, scr = str(Path(workdir).resolve()), str(Path(scratch).resolve())
     args += ["--bind", work, work, "--bind", scr, scr]
     args += ["--unshare-all"] + (["--share-net"] if network else [])

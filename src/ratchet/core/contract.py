@@ -12,15 +12,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ratchet.core.jobenv import env_name_problem
+
 CONTRACT_FILE = "ratchet.toml"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 GLOB_CHARS = set("*?[]{}")
 
-RESERVED_ENV = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "RATCHET_JOB_ID", "RATCHET_VARIANT", "RATCHET_UNIT"})
-"""Variables `target.seed_env` may not name: set by Ratchet for every job, or needed by every
-process. Names starting with `LD_` or `PYTHON` are refused too (they change what code runs)."""
-
-RESERVED_ENV_PREFIXES = ("LD_", "PYTHON")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -179,11 +176,9 @@ class TargetSection(_Model):
     @field_validator("seed_env")
     @classmethod
     def _seed_env(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-            raise ValueError(f"{value!r} is not an environment variable name")
-        if value in RESERVED_ENV or value.startswith(RESERVED_ENV_PREFIXES):
-            reserved = ", ".join(sorted(RESERVED_ENV))
-            raise ValueError(f"{value!r} is reserved (reserved: {reserved}, LD_*, PYTHON*)")
+        problem = env_name_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("split")
@@ -412,10 +407,40 @@ class ComputeSection(_Model):
 
 
 class SandboxSection(_Model):
-    """[sandbox]: `auto` uses bubblewrap when it works, `bwrap` requires it, `none` runs bare."""
+    """[sandbox]: `auto` uses bubblewrap when it works, `bwrap` requires it, `none` runs bare.
+    `read_only`: extra absolute paths bound read-only into the sandbox (e.g. a conda or pyenv
+    install under $HOME). `pass_env`: names of variables passed to every job with the value they
+    have where Ratchet runs (reserved names refused; the values enter the cache key).
+    `keep_ratchet_venv`: keep the virtual environment Ratchet runs from on the jobs' PATH (first)."""
 
     mode: Literal["auto", "bwrap", "none"] = "auto"
     network: bool = False
+    read_only: list[str] = []
+    pass_env: list[str] = []
+    keep_ratchet_venv: bool = False
+
+    @field_validator("read_only")
+    @classmethod
+    def _read_only(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith("/") or path.rstrip("/") == "":
+                raise ValueError(f"{path!r} must be an absolute path other than / (it is bound read-only)")
+            if any(part in (".", "..") for part in path.split("/")):
+                raise ValueError(f"{path!r} has a '.' or '..' component")
+        if len(set(value)) != len(value):
+            raise ValueError("read_only lists a path twice")
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env(cls, value: list[str]) -> list[str]:
+        for name in value:
+            problem = env_name_problem(name)
+            if problem:
+                raise ValueError(problem)
+        if len(set(value)) != len(value):
+            raise ValueError("pass_env names a variable twice")
+        return value
 
 
 class Contract(_Model):

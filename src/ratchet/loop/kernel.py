@@ -20,6 +20,7 @@ from typing import Any
 
 from ratchet.compute.base import SandboxSpec
 from ratchet.compute.cache import MeasurementCache
+from ratchet.compute.env import sandbox_spec
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.pids import kill_marked_under, kill_recorded
 from ratchet.compute.sandbox import resolve_mode
@@ -154,7 +155,7 @@ def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, 
     index.sync(log.events)
     executor = LocalExecutor(run.jobs, contract.compute.max_parallel, pid_dir=run.pids)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
-                  SandboxSpec(mode=mode, network=contract.sandbox.network), cache, clock,
+                  sandbox_spec(contract.sandbox, mode), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
 
 

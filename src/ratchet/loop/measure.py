@@ -158,7 +158,7 @@ class JobRunner:
         )
 
     def _env(self, job: PlannedJob) -> dict[str, str]:
-        return job_env(self.target.seed_env, job.seed, job.job_id, job.variant, str(job.unit))
+        return job_env(self.target.seed_env, job.seed, job.job_id, job.variant, str(job.unit), sandbox=self.sandbox)
 
     def _cached(self, job: PlannedJob) -> Measurement | None:
         if self.cache is None:

@@ -125,7 +125,7 @@ def benchmark_job(
     checkout) for one variant on one unit, with the allow-listed environment of `job_env`
     (`seed_env`=seed). sandbox/resources: None means SandboxSpec()/Resources().
     Raises RatchetError `job.reserved_env` for a reserved `seed_env`."""
-    env = job_env(seed_env, seed, job_id, variant, unit, extra_env)
+    env = job_env(seed_env, seed, job_id, variant, unit, extra_env, sandbox=sandbox)
     return JobSpec(
         job_id=job_id,
         argv=("/bin/sh", "-c", command),

@@ -361,7 +361,8 @@ class ExamplesRunner:
         self.git.materialize_tree(tree, checkout, exclude=self.exclude)
         n = len(shard.examples)
         payload = shard_payload(shard.examples, self.target.solution or "", self.target.timeout_s)
-        env = job_env(self.target.seed_env, EXAMPLES_SEED, shard.job_id, variant, str(shard.index))
+        env = job_env(self.target.seed_env, EXAMPLES_SEED, shard.job_id, variant, str(shard.index),
+                      sandbox=self.sandbox)
         return JobSpec(
             job_id=shard.job_id,
             argv=("python3", "-I", "-c", _runner_source()),
