@@ -120,12 +120,18 @@ def _render_init(result: dict[str, Any]) -> None:
 
 
 @app.command()
-def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
+def check(
+    directory: DirArg = Path("."),
+    preflight: Annotated[bool, typer.Option(
+        "--preflight", help="Also measure the baseline once, in the sandbox, as `ratchet run` will.")] = False,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
     """Validate the contract and show what a run would do, without running anything expensive."""
     from ratchet.commands.check import check_report
     from ratchet.present.render import render_check
 
-    execute("check", as_json, debug, lambda: check_report(directory), lambda r: render_check(out, r))
+    execute("check", as_json, debug, lambda: check_report(directory, preflight), lambda r: render_check(out, r))
 
 
 @app.command()

@@ -39,6 +39,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     sandbox = sandbox_summary(contract)
     if sandbox.get("warning"):
         warnings.append(sandbox["warning"])
+    environment = environment_summary(contract, sandbox["resolved"])
+    warnings.extend(environment.pop("warnings"))
     worst = worst_case_units(contract)
     if contract.budget.max_evaluations and worst["per_trial"] + worst["holdout"] > contract.budget.max_evaluations:
         warnings.append(
@@ -69,6 +71,7 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
                    "worst_case_units": worst_case_units(contract)},
         "sandbox": sandbox,
+        "environment": environment,
         "warnings": warnings,
         "unsupported": [e.to_json() for e in unsupported_settings(contract)],
     }
@@ -144,6 +147,41 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
     elif mode == "none" or resolved == "none":
         summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
     return summary
+
+
+def environment_summary(contract: Contract, resolved: str) -> dict[str, Any]:
+    """What a job's environment will be (see `core.jobenv`): {"path": PATH entries in order,
+    "dropped": Ratchet's venv bin directory left out (None: none), "hidden_in_sandbox": PATH
+    entries a sandboxed job cannot see (empty without the sandbox), "read_only", "read_only_missing",
+    "pass_env": {"set", "not_set"}, "warnings"}."""
+    from ratchet.compute.env import default_path, passed_env, ratchet_venv_bin
+    from ratchet.compute.sandbox import visible_paths
+    from ratchet.core.jobenv import outside, path_entries
+
+    s = contract.sandbox
+    entries = path_entries(default_path(s.keep_ratchet_venv))
+    hidden = outside(entries, visible_paths(s.read_only)) if resolved == "bwrap" else []
+    missing = [p for p in s.read_only if not Path(p).exists()]
+    passed = passed_env(s.pass_env)
+    not_set = [n for n in s.pass_env if n not in passed]
+    warnings = []
+    if hidden:
+        warnings.append(f"PATH entries a sandboxed job cannot see: {', '.join(hidden)} (programs there are not "
+                        "found in the sandbox; add what they need to sandbox.read_only)")
+    if missing:
+        warnings.append(f"sandbox.read_only paths that do not exist here: {', '.join(missing)}")
+    if not_set:
+        warnings.append(f"sandbox.pass_env names variables not set here (not passed): {', '.join(not_set)}")
+    venv = ratchet_venv_bin()
+    return {
+        "path": entries,
+        "dropped": venv if venv and not s.keep_ratchet_venv else None,
+        "hidden_in_sandbox": hidden,
+        "read_only": list(s.read_only),
+        "read_only_missing": missing,
+        "pass_env": {"set": sorted(passed), "not_set": not_set},
+        "warnings": warnings,
+    }
 
 
 def examples_summary(contract: Contract, root: Path, first_level: float) -> dict[str, Any]:

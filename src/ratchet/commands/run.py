@@ -4,28 +4,25 @@ the run, build the agent, run the campaign, write the report. Returns the `--jso
 
 from __future__ import annotations
 
-import secrets
-import shutil
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from ratchet.agents.base import Agent
+from ratchet.commands.preflight import measure_baseline, preflight_error
 from ratchet.commands.project import check_project
 from ratchet.compute.env import sandbox_spec
-from ratchet.compute.local import LocalExecutor
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
-from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
+from ratchet.core.errors import EXIT_INTERRUPTED, DataError
 from ratchet.core.inputs import uncommitted_warning
-from ratchet.core.plan import PlannedJob
 from ratchet.ledger.project_lock import sole_run
-from ratchet.ledger.rundir import RATCHET_DIR, ensure_ratchet_dir
+from ratchet.ledger.rundir import ensure_ratchet_dir
 from ratchet.loop.examples_trial import check_same_dataset, load_split
 from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
-from ratchet.loop.measure import JobRunner, Measurement
+from ratchet.loop.measure import Measurement
 from ratchet.present.progress import CampaignUI
 from ratchet.workspace.git import Git
 
@@ -64,31 +61,14 @@ def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCont
 def preflight(loaded: LoadedContract, git: Git, tree: str) -> Measurement:
     """Run the baseline once before any budget is spent and return its measurement; a job without
     a metric stops here with exit 2 and the job's stderr tail. Raises MeasurementError
-    `preflight.no_metric`."""
+    `preflight.no_metric`, or `preflight.sandbox_only` when it measures only outside the sandbox
+    (see `commands.preflight`)."""
     c = loaded.contract
-    work = loaded.root / RATCHET_DIR / "preflight" / secrets.token_hex(4)
-    executor = LocalExecutor(work / "jobs", 1)
-    runner = JobRunner(git=git, executor=executor, target=c.target,
-                       sandbox=sandbox_spec(c.sandbox, resolve_mode(c.sandbox.mode)),
-                       work_dir=work / "work", cache=None, record=lambda kind, data: None,
-                       exclude=c.hidden_paths)
-    job = PlannedJob("preflight", "champion", tree, 0, c.campaign.seed % (2**31), 0, 0)
-    try:
-        m = runner.run([job], attempt=0, stage="preflight")["preflight"]
-        if m.state != "ok":
-            stderr = (work / "jobs" / "preflight" / "stderr")
-            tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
-            raise MeasurementError(
-                "preflight.no_metric",
-                f"the baseline does not measure: `{c.target.command}` gave {m.state}: {m.reason}"
-                + (f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""),
-                hint="run the command by hand in a clean checkout; it must print a JSON line with "
-                     f"{c.target.metric!r}",
-            )
-        return m
-    finally:
-        executor.close()
-        shutil.rmtree(work, ignore_errors=True)
+    sandbox = sandbox_spec(c.sandbox, resolve_mode(c.sandbox.mode))
+    m, tail = measure_baseline(loaded, git, tree, sandbox)
+    if m.state != "ok":
+        raise preflight_error(loaded, git, tree, sandbox, m, tail)
+    return m
 
 
 def run_project(directory: Path, resume: str | None, ui: CampaignUI, allow_concurrent: bool = False

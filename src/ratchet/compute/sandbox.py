@@ -125,6 +125,15 @@ def default_python_prefixes() -> list[str]:
     return found
 
 
+def visible_paths(read_only: Sequence[str] = ()) -> list[str]:
+    """The host paths a sandboxed job sees read-only (besides its checkout and scratch directory):
+    the system directories that exist, the Python in use (`default_python_prefixes`) and the
+    existing `read_only` paths (`sandbox.read_only`)."""
+    found = [p for p in SYSTEM_DIRS if os.path.lexists(p)]
+    found += [p for p in [*default_python_prefixes(), *read_only] if os.path.exists(p)]
+    return list(dict.fromkeys(found))
+
+
 def _covered(path: str, binds: Iterable[str]) -> bool:
     return any(path == b or path.startswith(b.rstrip("/") + "/") for b in binds)
 
