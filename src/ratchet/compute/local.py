@@ -10,7 +10,10 @@ At the timeout (or on `cancel`) the job is stopped: SIGTERM to its process group
 process of the job (see `pids.job_processes`), JOB_KILL_GRACE_S later SIGKILL to whatever is left,
 then again until nothing of the job is alive. Under the sandbox, bwrap runs the job in its own PID
 namespace, so killing bwrap kills every process inside (there, SIGTERM goes bottom-up so the job
-can clean up before bwrap's init exits). When a job ends normally, processes it left behind are
+can clean up before bwrap's init exits). Without the sandbox the job's leader is the reaper shim
+(`reaper.py`): a child subreaper, in the job's own cgroup v2 where one can be created (`cgroup.py`),
+so an orphan that dropped the marker and left the session is still found and killed (SIGTERM goes
+to the shim first, SIGKILL to it last). When a job ends normally, processes it left behind are
 killed too. cpu_s is the rusage of the reaped leader: the job and the descendants it waited for
 (processes killed as leftovers are not counted); under bwrap, where that rusage is lost, the job's
 wall time (one core) is charged instead. `spec.resources` is not enforced locally: the
