@@ -25,9 +25,7 @@ variables), so the job's environment cannot change what it does.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import resource
 import signal
 import sys
 
@@ -52,10 +50,21 @@ def argv_for(argv: list[str] | tuple[str, ...], python: str, cgroup: str | None 
 
 
 def _subreaper() -> None:
+    """prctl(PR_SET_CHILD_SUBREAPER, 1) through `_ctypes` (importing `ctypes` itself costs each
+    job about 10-20 ms of interpreter start), `ctypes` where that low-level call is missing."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
+        import _ctypes
+
+        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None, os.RTLD_NOW), "prctl"),
+                              (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+        return
+    except (ImportError, AttributeError, OSError):
+        pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
         pass  # not Linux: the kernel's scan of descendants, groups and markers still applies
 
 
@@ -86,6 +95,10 @@ def _children(me: int) -> list[int]:
 def _sweep(me: int) -> None:
     """SIGKILL and reap every child of the shim until none is left (orphans arrive as their
     parents die)."""
+    try:
+        os.waitpid(-1, os.WNOHANG)  # reaps one that has already ended, if any
+    except ChildProcessError:
+        return  # no child left, the usual case: decided without scanning /proc
     for _ in range(MAX_SWEEP_ROUNDS):
         for pid in _children(me):
             try:
@@ -112,6 +125,8 @@ def _exit_like(status: int) -> None:
     if code >= 0:
         os._exit(code)
     sig = -code
+    import resource
+
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the job may have dumped core; the shim never does
     try:
         signal.signal(sig, signal.SIG_DFL)  # refused for SIGKILL and SIGSTOP, which need no reset
