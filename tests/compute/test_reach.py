@@ -119,9 +119,22 @@ def test_a_job_runs_in_its_own_cgroup_which_is_removed_when_it_ends(work, jobs_d
     result = LocalExecutor(jobs_dir, 1).run([spec("cg", "cat /proc/self/cgroup", work)])[0]
     assert result.state == "ok", result.reason
     (line,) = [x for x in (jobs_dir / "cg" / "stdout").read_text().splitlines() if x.startswith("0::")]
-    assert Path(line[3:]).name.startswith("ratchet-cg-")
+    prefix = f"ratchet-{os.getpid()}-cg-"
+    assert Path(line[3:]).name.startswith(prefix)
     assert CGROUP is not None
-    assert not any(p.name.startswith("ratchet-cg-") for p in CGROUP.path.parent.iterdir())
+    assert not any(p.name.startswith(prefix) for p in CGROUP.path.parent.iterdir())
+
+
+@needs_cgroup
+def test_empty_cgroups_of_a_kernel_that_died_are_removed_by_the_next_one(tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert CGROUP is not None
+    stale = CGROUP.path.parent / f"ratchet-{dead.pid}-a0001-trial-u000-candidate-0000abcd"
+    stale.mkdir()
+    mine = JobCgroup.create("next")
+    assert mine is not None and not stale.exists()
+    mine.remove()
 
 
 def _descendants(pid: int) -> set[int]:

@@ -2,7 +2,9 @@
 it does to its environment, session or parent, and `cgroup.kill` (Linux >= 5.14) kills them all.
 
 The job's cgroup is created as a child of the cgroup this process runs in (`/proc/self/cgroup`,
-line `0::<path>`, under the cgroup2 mount of `/proc/self/mounts`), named `ratchet-<job>-<random>`.
+line `0::<path>`, under the cgroup2 mount of `/proc/self/mounts`), named
+`ratchet-<kernel pid>-<job>-<random>`. A kernel killed outright leaves its jobs' cgroups behind; once
+empty, and their kernel gone, the next `create` beside them removes them (`remove_stale`).
 Where that directory is not writable (no delegation, cgroup v1 only, not Linux) or has no
 `cgroup.kill`, `JobCgroup.create` returns None and the job runs without one: the reaper shim
 (`reaper.py`) and the kernel's process scan still reach its processes. The job's first process joins
@@ -71,7 +73,8 @@ class JobCgroup:
         parent = mount / own.lstrip("/")
         if not os.access(parent, os.W_OK):
             return None
-        path = parent / f"{CGROUP_PREFIX}{_UNSAFE.sub('_', job_id)[:80]}-{secrets.token_hex(4)}"
+        remove_stale(parent)
+        path = parent / f"{CGROUP_PREFIX}{os.getpid()}-{_UNSAFE.sub('_', job_id)[:80]}-{secrets.token_hex(4)}"
         try:
             path.mkdir()
         except OSError:
@@ -121,3 +124,33 @@ class JobCgroup:
             except OSError:
                 time.sleep(REMOVE_POLL_S)
         return False
+
+
+def remove_stale(parent: Path) -> list[str]:
+    """Remove the empty Ratchet cgroups under `parent` whose kernel (the pid in their name) is gone;
+    returns their names. A cgroup that still holds a process is never touched (rmdir refuses it)."""
+    removed = []
+    try:
+        names = [e.name for e in os.scandir(parent) if e.name.startswith(CGROUP_PREFIX) and e.is_dir()]
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len(CGROUP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            (parent / name).rmdir()
+            removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
