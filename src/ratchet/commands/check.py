@@ -141,10 +141,7 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
         "detail": status.reason,
         "network": contract.sandbox.network,
     }
-    if mode == "bwrap" and not status.available:
-        summary["warning"] = (f"sandbox.mode = 'bwrap' but bubblewrap does not work here ({status.reason}): "
-                              "run will refuse")
-    elif mode == "none" or resolved == "none":
+    if resolved == "none":  # (mode bwrap without a working bwrap was refused by check_project)
         summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
     return summary
 

@@ -12,15 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from ratchet.compute.base import SandboxMode, SandboxSpec
 from ratchet.core.errors import RatchetError
-from ratchet.core.jobenv import (  # noqa: F401  (re-exported: the names older callers import from here)
-    JOB_LANG,
-    RATCHET_JOB_VARS,
-    RESERVED_ENV,
-    RESERVED_PREFIXES,
-    SYSTEM_PATH,
-    is_reserved_env,
-    job_path,
-)
+from ratchet.core.jobenv import JOB_LANG, is_reserved_env, job_path
 
 LAUNCH_PATH = os.environ.get("PATH", os.defpath)
 """The PATH Ratchet was started with (read once, when this module is imported)."""
