@@ -25,6 +25,15 @@ def _check(directory: Path) -> tuple[int, dict]:
     return result.exit_code, json.loads(lines[0])
 
 
+def _commit(root: Path) -> None:
+    """Make `root` a git repository holding one commit (what `ratchet check` and `run` require)."""
+    from repo_fixture import git
+
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "baseline")
+
+
 def test_init_writes_every_key_and_a_working_contract(tmp_path: Path):
     code, out, _ = ratchet("init", str(tmp_path / "p"))
     assert code == 0 and out["ok"] is True and out["error"] is None
@@ -33,8 +42,9 @@ def test_init_writes_every_key_and_a_working_contract(tmp_path: Path):
                 "allowed", "protected", "hidden", "sampler", "alpha", "multiplicity", "min_effect",
                 "min_effect_rel", "units", "confirm", "holdout_units", "patience", "max_attempts",
                 "max_evaluations", "max_cpu_hours", "max_gpu_hours", "max_wall", "max_val_trials", "backend",
-                "max_parallel", "gpus_per_job", "mode", "network"):
+                "max_parallel", "gpus_per_job", "mode", "network", "read_only", "pass_env", "keep_ratchet_venv"):
         assert f"\n{key} = " in text, key
+    _commit(tmp_path / "p")
     code, envelope = _check(tmp_path / "p")
     assert code == 0 and envelope["ok"] and envelope["result"]["unsupported"] == []
 
@@ -42,6 +52,7 @@ def test_init_writes_every_key_and_a_working_contract(tmp_path: Path):
 def test_init_examples_kind_checks_clean(tmp_path: Path):
     code, _, _ = ratchet("init", str(tmp_path / "e"), "--kind", "examples")
     assert code == 0
+    _commit(tmp_path / "e")
     code, envelope = _check(tmp_path / "e")
     assert code == 0 and envelope["result"]["examples"]["total"] == 200
 

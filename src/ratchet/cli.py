@@ -149,12 +149,18 @@ def init(
 
 
 @app.command(cls=_Command)
-def check(directory: DirArg = Path("."), as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
+def check(
+    directory: DirArg = Path("."),
+    preflight: Annotated[bool, typer.Option(
+        "--preflight", help="Also measure the baseline once, in the sandbox, as `ratchet run` will.")] = False,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
     """Validate the contract and show what a run would do, without running anything expensive."""
     from ratchet.commands.check import check_report
     from ratchet.present.render import render_check
 
-    execute("check", as_json, debug, lambda: check_report(directory), lambda r: render_check(out, r))
+    execute("check", as_json, debug, lambda: check_report(directory, preflight), lambda r: render_check(out, r))
 
 
 @app.command(cls=_Command)
@@ -162,6 +168,8 @@ def run(
     directory: DirArg = Path("."),
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID",
                                                help="Continue the interrupted run RUN_ID.")] = None,
+    allow_concurrent: Annotated[bool, typer.Option(
+        "--allow-concurrent", help="Start even while another run of this project is in progress.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -170,7 +178,7 @@ def run(
     from ratchet.present.progress import LogUI, RichUI
 
     ui = LogUI(err) if as_json else RichUI(err)
-    execute("run", as_json, debug, lambda: run_project(directory, resume, ui), _render_run)
+    execute("run", as_json, debug, lambda: run_project(directory, resume, ui, allow_concurrent), _render_run)
 
 
 def _render_run(r: dict[str, Any]) -> None:
@@ -295,6 +303,21 @@ def watch(
         execute("watch", as_json, debug, lambda: read_frame(directory, run_id), lambda r: out.print(render_frame(r)))
     else:
         execute("watch", False, debug, lambda: watch_run(directory, run_id, out), lambda r: None)
+
+
+@app.command(cls=_Command)
+def abandon(
+    run_id: Annotated[str, typer.Argument(help="The unfinished run to give up.")],
+    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Give up an interrupted run for good (stop reason abandoned; nothing is deleted)."""
+    from ratchet.commands.abandon import abandon_run
+
+    execute("abandon", as_json, debug, lambda: abandon_run(directory, run_id),
+            lambda r: out.print(f"run [bold]{r['run_id']}[/] abandoned (it was {r['state_before']}); "
+                                "its ledger, jobs and report are kept"))
 
 
 def _not_built(name: str) -> Callable[..., None]:

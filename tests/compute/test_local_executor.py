@@ -120,7 +120,7 @@ time.sleep(1000)
 def test_a_timed_out_job_gets_sigterm_and_time_to_clean_up(work, jobs_dir, mode):
     _write(work, "cleanup.py", CLEANUP)
     result = LocalExecutor(jobs_dir, 1).run(
-        [spec("clean", "python3 cleanup.py", work, timeout_s=1.0, mode=mode)]
+        [spec("clean", "python3 cleanup.py", work, timeout_s=3.0, mode=mode)]
     )[0]
     assert result.state == "timeout"
     assert (work / "cleaned").read_text() == "yes"

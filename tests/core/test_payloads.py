@@ -31,7 +31,8 @@ def test_every_event_kind_has_a_payload_model():
 def test_malformed_payloads_are_refused_with_what_is_wrong(kind, data, problem):
     with pytest.raises(LedgerError) as caught:
         check_payload(kind, data)
-    assert caught.value.code == "ledger.bad_payload" and problem in caught.value.message and kind in caught.value.message
+    assert caught.value.code == "ledger.bad_payload"
+    assert problem in caught.value.message and kind in caught.value.message
 
 
 def test_a_float_field_takes_an_int_because_json_cannot_tell_them_apart():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ratchet.compute.base import SandboxSpec
+from ratchet.compute.env import default_path
 from ratchet.core.errors import RatchetError
 from ratchet.core.plan import PlannedJob
 from ratchet.targets.base import Task
@@ -100,7 +101,10 @@ def test_benchmark_job_builds_an_allow_listed_shell_job(tmp_path, monkeypatch):
         "RATCHET_UNIT",
     }
     assert spec.workdir == Path(tmp_path) and spec.timeout_s == 30.0 and spec.sandbox.mode == "bwrap"
-    assert spec.env["PATH"].split(":")[0] == os.path.dirname(sys.executable)
+    # The PATH Ratchet was started with, minus the virtual environment Ratchet runs from.
+    venv_bin = os.path.join(sys.prefix, "bin")
+    assert spec.env["PATH"] == default_path() and (sys.prefix == sys.base_prefix
+                                                  or venv_bin not in spec.env["PATH"].split(":"))
 
 
 @pytest.mark.parametrize("name", ["PATH", "HOME", "LD_PRELOAD", "PYTHONPATH", "RATCHET_UNIT", "TMPDIR"])

@@ -8,27 +8,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ratchet.commands.project import check_project
 from ratchet.core.budget import worst_case_units
 from ratchet.core.contract import Contract
-from ratchet.core.contract_load import load_contract
+from ratchet.core.contract_load import LoadedContract
+from ratchet.core.inputs import uncommitted_warning, working_tree_inputs
 from ratchet.core.unsupported import unsupported_settings
+from ratchet.ledger.rundir import ensure_ratchet_dir
+from ratchet.workspace.git import Git
 
 
-def check_report(directory: Path) -> dict[str, Any]:
-    """Load and validate the contract in `directory`; return a summary dict with keys
-    contract, target, scope, agent, gate, budget, sandbox, warnings, unsupported, plus
-    `scope_imports` (benchmark) or `examples` (examples).
+def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
+    """Load and validate the contract in `directory`, refuse what `ratchet run` would refuse (with
+    the same errors: `commands.project.check_project`), and return a summary dict with keys
+    contract, target, scope, agent, gate, budget, sandbox, inputs, warnings, unsupported (always
+    empty: an unsupported setting is refused), `scope_imports` (benchmark) or `examples`
+    (examples), and, with `preflight`, `preflight`: the baseline measured once, as `ratchet run`
+    does before spending any budget (in the sandbox when it is used).
 
-    Raises ContractError (exit 2) for an invalid contract.
+    Raises ContractError / UnsupportedError / DataError / GitError / SandboxError (exit 2), and
+    MeasurementError `preflight.no_metric` when the preflight measures nothing.
     """
-    loaded = load_contract(directory)
+    loaded, git = check_project(directory)
     contract = loaded.contract
     warnings = list(loaded.warnings)
+    stale = uncommitted_warning(git.changed_paths(), contract)
+    if stale:
+        warnings.append(stale)
     gate = gate_summary(contract)
     warnings.extend(gate.pop("warnings"))
     sandbox = sandbox_summary(contract)
     if sandbox.get("warning"):
         warnings.append(sandbox["warning"])
+    environment = environment_summary(contract, sandbox["resolved"])
+    warnings.extend(environment.pop("warnings"))
     worst = worst_case_units(contract)
     if contract.budget.max_evaluations and worst["per_trial"] + worst["holdout"] > contract.budget.max_evaluations:
         warnings.append(
@@ -43,8 +56,11 @@ def check_report(directory: Path) -> dict[str, Any]:
     if contract.target.kind == "examples":
         extra["examples"] = examples_summary(contract, loaded.root, gate["levels"][0]["level"])
         warnings.extend(extra["examples"].pop("warnings"))
+    if preflight:
+        extra["preflight"] = _preflight(loaded, git)
     return {
         **extra,
+        "inputs": {"working_tree": list(working_tree_inputs(contract)), "head": "everything else"},
         "contract": str(loaded.path),
         "digest": loaded.digest,
         "campaign": contract.campaign.model_dump(),
@@ -59,6 +75,7 @@ def check_report(directory: Path) -> dict[str, Any]:
         "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
                    "worst_case_units": worst_case_units(contract)},
         "sandbox": sandbox,
+        "environment": environment,
         "warnings": warnings,
         "unsupported": [e.to_json() for e in unsupported_settings(contract)],
     }
@@ -81,6 +98,25 @@ def _scope_import_warning(found: list[dict[str, str]]) -> list[str]:
     return [f"the benchmark runs code a candidate may change inside its own process: {what}{more}. Scope "
             "protects files, not a process: that code can change what the benchmark prints. Run candidate "
             "code in a subprocess and compute the metric in the protected benchmark (docs/threat-model.md)"]
+def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
+    """Measure HEAD's tree once as a run's preflight would: {"commit", "state", "value", "reason"}.
+    Raises MeasurementError `preflight.no_metric` / `preflight.sandbox_only` when it measures nothing."""
+    from ratchet.commands.preflight import measure_baseline, preflight_error
+    from ratchet.compute.env import sandbox_spec
+    from ratchet.compute.sandbox import resolve_mode
+
+    ensure_ratchet_dir(loaded.root)
+    commit = git.head_commit()
+    if loaded.contract.target.kind != "benchmark":
+        return {"commit": commit, "state": "skipped", "value": None,
+                "reason": "examples targets are checked example by example when the run starts"}
+    c = loaded.contract
+    sandbox = sandbox_spec(c.sandbox, resolve_mode(c.sandbox.mode))
+    tree = git.tree_of(commit)
+    m, tail = measure_baseline(loaded, git, tree, sandbox)
+    if m.failed:
+        raise preflight_error(loaded, git, tree, sandbox, m, tail)
+    return {"commit": commit, "state": m.state, "value": m.value, "reason": m.reason}
 
 
 def _agent_detail(contract: Contract) -> dict[str, Any]:
@@ -134,12 +170,44 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
         "detail": status.reason,
         "network": contract.sandbox.network,
     }
-    if mode == "bwrap" and not status.available:
-        summary["warning"] = (f"sandbox.mode = 'bwrap' but bubblewrap does not work here ({status.reason}): "
-                              "run will refuse")
-    elif mode == "none" or resolved == "none":
+    if resolved == "none":  # (mode bwrap without a working bwrap was refused by check_project)
         summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
     return summary
+
+
+def environment_summary(contract: Contract, resolved: str) -> dict[str, Any]:
+    """What a job's environment will be (see `core.jobenv`): {"path": PATH entries in order,
+    "dropped": Ratchet's venv bin directory left out (None: none), "hidden_in_sandbox": PATH
+    entries a sandboxed job cannot see (empty without the sandbox), "read_only", "read_only_missing",
+    "pass_env": {"set", "not_set"}, "warnings"}."""
+    from ratchet.compute.env import default_path, passed_env, ratchet_venv_bin
+    from ratchet.compute.sandbox import visible_paths
+    from ratchet.core.jobenv import outside, path_entries
+
+    s = contract.sandbox
+    entries = path_entries(default_path(s.keep_ratchet_venv))
+    hidden = outside(entries, visible_paths(s.read_only)) if resolved == "bwrap" else []
+    missing = [p for p in s.read_only if not Path(p).exists()]
+    passed = passed_env(s.pass_env)
+    not_set = [n for n in s.pass_env if n not in passed]
+    warnings = []
+    if hidden:
+        warnings.append(f"PATH entries a sandboxed job cannot see: {', '.join(hidden)} (programs there are not "
+                        "found in the sandbox; add what they need to sandbox.read_only)")
+    if missing:
+        warnings.append(f"sandbox.read_only paths that do not exist here: {', '.join(missing)}")
+    if not_set:
+        warnings.append(f"sandbox.pass_env names variables not set here (not passed): {', '.join(not_set)}")
+    venv = ratchet_venv_bin()
+    return {
+        "path": entries,
+        "dropped": venv if venv and not s.keep_ratchet_venv else None,
+        "hidden_in_sandbox": hidden,
+        "read_only": list(s.read_only),
+        "read_only_missing": missing,
+        "pass_env": {"set": sorted(passed), "not_set": not_set},
+        "warnings": warnings,
+    }
 
 
 def examples_summary(contract: Contract, root: Path, first_level: float) -> dict[str, Any]:

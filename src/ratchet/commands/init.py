@@ -86,6 +86,9 @@ gpus_per_job = 0
 [sandbox]
 mode = "auto"            # auto | bwrap | none
 network = false
+read_only = []           # extra absolute paths a sandboxed job may read (e.g. a conda or pyenv install)
+pass_env = []            # variables passed to jobs with their values (they enter the cache key)
+keep_ratchet_venv = false  # true: Ratchet's own virtual environment stays first on the jobs' PATH
 """
 
 BENCHMARK_CONTRACT = """\

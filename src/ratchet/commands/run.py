@@ -1,17 +1,21 @@
-"""`ratchet run`: check the contract and the repository, open (or resume) the run, build the
-target and the agent, run the campaign (its preflight first), write the report. Returns the
-`--json` result.
+"""`ratchet run`: check the contract and the repository, hold the project's run lock, open (or
+resume) the run, build the target and the agent, run the campaign (its preflight first), write the
+report. Returns the `--json` result.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from ratchet.core.contract_load import LoadedContract, load_contract
-from ratchet.core.errors import EXIT_INTERRUPTED, DataError
-from ratchet.core.unsupported import refuse_unsupported
+from ratchet.commands.preflight import sandbox_diagnosis
+from ratchet.commands.project import check_project
+from ratchet.core.contract_load import LoadedContract
+from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
+from ratchet.core.inputs import uncommitted_warning
+from ratchet.ledger.project_lock import sole_run
 from ratchet.ledger.rundir import ensure_ratchet_dir
 from ratchet.loop.agents import AgentLink, make_agent
 from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
@@ -23,20 +27,13 @@ from ratchet.workspace.git import Git
 
 
 def open_project(directory: Path, for_compare: bool = False) -> tuple[LoadedContract, Git]:
-    """Load the contract, refuse unsupported settings (the agent's only when not `for_compare`), and
-    check the project is a git repository with a commit. Raises ContractError / UnsupportedError /
-    DataError (exit 2)."""
-    loaded = load_contract(directory)
-    refuse_unsupported(loaded.contract, agent=not for_compare)
-    if not Git.is_repo(loaded.root):
-        raise DataError("git.not_a_repo", f"{loaded.root} is not a git repository",
-                        hint="run `git init && git add -A && git commit -m baseline` first")
-    git = Git(loaded.root)
-    git.head_commit()  # raises git.no_commits with a hint
-    changed = git.changed_paths()
-    if changed:
-        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        print(f"warning: uncommitted changes are not measured (the run uses HEAD): {shown}", file=sys.stderr)
+    """Refuse what a run cannot run (`commands.project.check_project`: the agent's settings only
+    when not `for_compare`), warn about uncommitted changes to inputs read from HEAD, and create
+    `.ratchet/`. Raises ContractError / UnsupportedError / DataError / GitError (exit 2)."""
+    loaded, git = check_project(directory, for_compare)
+    warning = uncommitted_warning(git.changed_paths(), loaded.contract)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     ensure_ratchet_dir(loaded.root)
     return loaded, git
 
@@ -49,12 +46,22 @@ def load_examples_data(loaded: LoadedContract) -> ExampleData | None:
     return load_split(loaded.root, c.target.examples or "", c.target.split, c.campaign.seed)
 
 
-def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str, Any]:
-    """`ratchet run [DIR] [--resume RUN_ID]`: returns {run_id, stop_reason, budget, promotions,
-    champion, holdout, report} (and `_exit_code` 130 when interrupted)."""
+def run_project(directory: Path, resume: str | None, ui: CampaignUI, allow_concurrent: bool = False
+                ) -> dict[str, Any]:
+    """`ratchet run [DIR] [--resume RUN_ID] [--allow-concurrent]`: returns {run_id, stop_reason,
+    budget, promotions, champion, holdout, report} (and `_exit_code` 130 when interrupted). Raises
+    DataError `run.concurrent` while another run of the project is in progress (see
+    `ledger.project_lock.sole_run`) unless `allow_concurrent`."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # before the kernel's handler: as Ctrl-C
+    loaded, git = open_project(directory)
+    with sole_run(loaded.root, allow_concurrent, resume):
+        return _start(loaded, git, directory, resume, ui)
+
+
+def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None, ui: CampaignUI
+           ) -> dict[str, Any]:
     from ratchet.loop.campaign import Campaign, start_record
 
-    loaded, git = open_project(directory)
     data = load_examples_data(loaded)
     link = AgentLink()
     agent = make_agent(loaded.contract, loaded.root, git, link, data)
@@ -64,7 +71,8 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
             raise DataError(
                 "run.interrupted_exists",
                 f"run {stale[-1]} was interrupted and can be resumed",
-                hint=f"resume it: ratchet run {directory} --resume {stale[-1]}",
+                hint=f"resume it: ratchet run {directory} --resume {stale[-1]}; or give it up (nothing is "
+                     f"deleted): ratchet abandon {stale[-1]} --dir {directory}",
             )
         commit = git.head_commit()
         tree = git.tree_of(commit)
@@ -100,7 +108,10 @@ def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:
 
     kernel.install_sigint()
     try:
-        reason, budget = campaign.run()
+        try:
+            reason, budget = campaign.run()
+        except MeasurementError as err:
+            raise sandbox_diagnosis(kernel, err) from None
         report = write_report(kernel.run, kernel.state())
     finally:
         kernel.close()

@@ -36,10 +36,16 @@ class Resources:
 
 @dataclass(frozen=True)
 class SandboxSpec:
-    """Sandbox settings for one job: `mode` resolved (bwrap|none); `network` allowed or not."""
+    """Sandbox settings for one job: `mode` resolved (bwrap|none); `network` allowed or not;
+    `read_only`: extra absolute paths bound read-only under bwrap; `path`: the jobs' PATH (None:
+    `compute.env.default_path()`); `passed_env`: (name, value) pairs of `sandbox.pass_env` read
+    where Ratchet runs (see `compute.env.sandbox_spec`)."""
 
     mode: SandboxMode = "none"
     network: bool = False
+    read_only: tuple[str, ...] = ()
+    path: str | None = None
+    passed_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

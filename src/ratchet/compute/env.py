@@ -1,39 +1,54 @@
-"""The environment of a job: an allow-list built from values, never from the operator's environment.
-
-A job sees PATH, LANG, the unit's seed variable, RATCHET_JOB_ID, RATCHET_VARIANT, RATCHET_UNIT (and
-any extra variables the caller names); the executor adds HOME and TMPDIR (the job's scratch
-directory). API keys and tokens in the kernel's environment therefore never reach a job. Pure.
+"""The environment of a job, built from values, never copied from the operator's environment:
+`core/jobenv.py` states the rule (what a job sees, the reserved names); this module applies it to
+this process (the PATH Ratchet was started with, the virtual environment it runs from, the values
+of `sandbox.pass_env`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from ratchet.compute.base import SandboxMode, SandboxSpec
 from ratchet.core.errors import RatchetError
+from ratchet.core.jobenv import JOB_LANG, is_reserved_env, job_path
 
-RATCHET_JOB_VARS = ("RATCHET_JOB_ID", "RATCHET_VARIANT", "RATCHET_UNIT")
-"""Variables Ratchet sets for every job (the job id, the variant, the unit)."""
-
-RESERVED_ENV = ("PATH", "HOME", "LANG", "TMPDIR", *RATCHET_JOB_VARS)
-"""Variables a contract's `seed_env` (or an extra variable) may not name; also any LD_* or PYTHON*."""
-
-RESERVED_PREFIXES = ("LD_", "PYTHON")
-
-SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+LAUNCH_PATH = os.environ.get("PATH", os.defpath)
+"""The PATH Ratchet was started with (read once, when this module is imported)."""
 
 
-def default_path() -> str:
-    """PATH for jobs: the directory of the Python in use (so `python3` is this Python), then the
-    system directories."""
-    dirs = [os.path.dirname(sys.executable), *SYSTEM_PATH]
-    return ":".join(dict.fromkeys(d for d in dirs if d))
+def ratchet_venv_bin() -> str | None:
+    """The bin directory of the virtual environment Ratchet runs from, or None when it does not
+    run from one (sys.prefix equals sys.base_prefix)."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    return os.path.join(sys.prefix, "bin")
 
 
-def is_reserved_env(name: str) -> bool:
-    """True for a variable a contract may not use as `seed_env` (see RESERVED_ENV)."""
-    return name in RESERVED_ENV or name.startswith(RESERVED_PREFIXES)
+def default_path(keep_ratchet_venv: bool = False) -> str:
+    """The PATH of every job: LAUNCH_PATH without Ratchet's own virtual environment (first instead
+    with `keep_ratchet_venv`); see `core.jobenv.job_path`."""
+    return job_path(LAUNCH_PATH, ratchet_venv_bin(), keep_ratchet_venv)
+
+
+def passed_env(names: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The values of the variables `names` (`sandbox.pass_env`) in `environ` (default: this
+    process's environment); a name that is not set is left out."""
+    source = os.environ if environ is None else environ
+    return {name: source[name] for name in names if name in source}
+
+
+def sandbox_spec(section, mode: SandboxMode) -> SandboxSpec:
+    """The SandboxSpec of every job of a run: `section` is the contract's [sandbox]
+    (`core.contract.SandboxSection`), `mode` the resolved sandbox (`sandbox.resolve_mode`)."""
+    return SandboxSpec(
+        mode=mode,
+        network=section.network,
+        read_only=tuple(section.read_only),
+        path=default_path(section.keep_ratchet_venv),
+        passed_env=tuple(passed_env(section.pass_env).items()),
+    )
 
 
 def job_env(
@@ -43,19 +58,27 @@ def job_env(
     variant: str,
     unit: str,
     extra: Mapping[str, str] | None = None,
+    sandbox: SandboxSpec | None = None,
 ) -> dict[str, str]:
-    """The complete allow-listed environment of a job: PATH (see `default_path`), LANG=C.UTF-8,
-    `seed_env`=seed, RATCHET_JOB_ID, RATCHET_VARIANT, RATCHET_UNIT, and `extra`. Nothing comes from
-    os.environ, so the operator's keys and tokens never reach a job. The executor adds HOME and
-    TMPDIR. Raises RatchetError `job.reserved_env` when `seed_env` or an extra name is reserved."""
-    for name in [seed_env, *(extra or {})]:
+    """The complete allow-listed environment of a job (see `core.jobenv`): PATH (`sandbox.path`, or
+    `default_path()`), LANG, `seed_env`=seed, RATCHET_JOB_ID, RATCHET_VARIANT, RATCHET_UNIT, the
+    passed variables of `sandbox`, and `extra`. Nothing else comes from os.environ, so the
+    operator's keys and tokens never reach a job. The executor adds HOME and TMPDIR.
+    Raises RatchetError `job.reserved_env` when `seed_env`, a passed or an extra name is reserved
+    or is `seed_env` again."""
+    passed = dict(sandbox.passed_env) if sandbox is not None else {}
+    for name in [seed_env, *passed, *(extra or {})]:
         if is_reserved_env(name):
             raise RatchetError(
                 "job.reserved_env",
                 f"{name} is set by Ratchet for every job and cannot be used",
                 hint="pick another variable name, e.g. RATCHET_SEED",
             )
-    env = {"PATH": default_path(), "LANG": "C.UTF-8", seed_env: str(seed)}
+    if seed_env in passed:
+        raise RatchetError("job.reserved_env", f"sandbox.pass_env names {seed_env}, the seed's variable",
+                           hint=f"remove {seed_env} from sandbox.pass_env")
+    path = sandbox.path if sandbox is not None and sandbox.path else default_path()
+    env = {"PATH": path, "LANG": JOB_LANG, **passed, seed_env: str(seed)}
     env.update({"RATCHET_JOB_ID": job_id, "RATCHET_VARIANT": variant, "RATCHET_UNIT": str(unit)})
     env.update(extra or {})
     return env

@@ -10,7 +10,10 @@ At the timeout (or on `cancel`) the job is stopped: SIGTERM to its process group
 process of the job (see `pids.job_processes`), JOB_KILL_GRACE_S later SIGKILL to whatever is left,
 then again until nothing of the job is alive. Under the sandbox, bwrap runs the job in its own PID
 namespace, so killing bwrap kills every process inside (there, SIGTERM goes bottom-up so the job
-can clean up before bwrap's init exits). When a job ends normally, processes it left behind are
+can clean up before bwrap's init exits). Without the sandbox the job's leader is the reaper shim
+(`reaper.py`): a child subreaper, in the job's own cgroup v2 where one can be created (`cgroup.py`),
+so an orphan that dropped the marker and left the session is still found and killed (SIGTERM goes
+to the shim first, SIGKILL to it last). When a job ends normally, processes it left behind are
 killed too. cpu_s is the rusage of the reaped leader: the job and the descendants it waited for
 (processes killed as leftovers are not counted); under bwrap, where that rusage is lost, the job's
 wall time (one core) is charged instead. `spec.resources` is not enforced locally: the
@@ -25,13 +28,14 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet.compute import pids
+from ratchet.compute import pids, reaper
 from ratchet.compute.base import (
     JOB_KILL_GRACE_S,
     Batch,
@@ -41,6 +45,7 @@ from ratchet.compute.base import (
     OnSubmit,
     run_jobs,
 )
+from ratchet.compute.cgroup import JobCgroup
 from ratchet.compute.env import job_env  # noqa: F401  (re-exported: the executor's environment rule)
 from ratchet.compute.outcome import describe_end, make_result, not_started, unknown_result, write_result
 from ratchet.compute.sandbox import wrap_argv
@@ -230,7 +235,8 @@ class LocalExecutor:
         argv = list(spec.argv)
         if spec.sandbox.mode == "bwrap":
             argv = wrap_argv(
-                argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env
+                argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env,
+                read_only=spec.sandbox.read_only,
             )
         outputs = (
             CappedOutput(job_dir / "stdout", spec.output_cap_bytes),
@@ -266,6 +272,18 @@ class _Job:
         self.marker = marker  # the scratch path: HOME/TMPDIR of every process of this job
         self.victims: dict[int, pids.ProcInfo] = {}
         self.since: int | None = None
+        self.cgroup: JobCgroup | None = None
+
+    def _launch_argv(self) -> list[str] | None:
+        """The command line to start: under bwrap the sandbox (its PID namespace reaches every
+        process); otherwise the reaper shim (a child subreaper, in the job's cgroup when one can be
+        created) running the job. None when the job's program is not on its PATH."""
+        if self.spec.sandbox.mode == "bwrap":
+            return self.argv
+        if shutil.which(self.argv[0], path=self.env.get("PATH", os.defpath)) is None:
+            return None
+        self.cgroup = JobCgroup.create(self.spec.job_id)
+        return reaper.argv_for(self.argv, sys.executable, str(self.cgroup.path) if self.cgroup else None)
 
     def run(self, events: queue.Queue) -> JobResult:
         """Start the process, supervise it to its end, reap it; posts ("start", job_id, pid)."""
@@ -275,8 +293,11 @@ class _Job:
         in_r, in_w = os.pipe() if spec.stdin_bytes is not None else (None, None)
         start = time.monotonic()
         try:
+            argv = self._launch_argv()
+            if argv is None:
+                raise FileNotFoundError(f"{self.argv[0]!r} is not an executable on the job's PATH")
             proc = subprocess.Popen(
-                self.argv,
+                argv,
                 cwd=spec.workdir,
                 env=self.env,
                 start_new_session=True,
@@ -288,6 +309,7 @@ class _Job:
             for fd in (out_r, err_r, in_w):
                 if fd is not None:
                     os.close(fd)
+            self._remove_cgroup()
             return make_result(spec, "failed", None, None, 0.0, 0.0, self.outputs, f"could not start: {exc}")
         finally:
             for fd in (out_w, err_w, in_r):
@@ -300,7 +322,8 @@ class _Job:
         )
         try:
             if self.ex.pid_dir is not None:
-                pids.record(self.ex.pid_dir, spec.job_id, proc.pid, self.marker)
+                pids.record(self.ex.pid_dir, spec.job_id, proc.pid, self.marker,
+                            str(self.cgroup.path) if self.cgroup else None)
             events.put(("start", spec.job_id, proc.pid))
             ended_by = self._supervise(io, watch, start)
             elapsed = time.monotonic() - start
@@ -309,9 +332,12 @@ class _Job:
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
         except BaseException:
+            if self.cgroup is not None:
+                self.cgroup.kill()
             _kill_now(proc, watch)
             raise
         finally:
+            self._remove_cgroup()
             watch.close()
             io.close_stdin()
             os.close(out_r)
@@ -375,23 +401,38 @@ class _Job:
 
     def _scan(self, leader: int) -> dict[int, pids.ProcInfo]:
         found = pids.job_processes(leader, self.marker, self.since)
+        if self.cgroup is not None:
+            for pid in self.cgroup.pids():
+                info = pids.read_proc(pid) if pid not in found and pid != leader else None
+                if info is not None and info.state not in ("Z", "X"):
+                    found[pid] = info
         self.victims.update(found)
         return found
+
+    def _remove_cgroup(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     def _signal_all(self, watch: ExitWatch, sig: int) -> int:
         """Signal the leader, its process group and every other live process of the job; returns
         how many processes other than the leader were alive."""
         found = self._scan(watch.pid)
-        try:
-            os.killpg(watch.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        watch.send(sig)
-        pids.signal_processes(found.values(), sig)
+        if sig == signal.SIGKILL:
+            # Descendants first: the leader (the reaper shim) holds on to the orphans while it lives.
+            if self.cgroup is not None:
+                self.cgroup.kill()
+            pids.signal_processes(found.values(), sig)
+            _signal_group(watch, sig)
+        else:
+            # The leader first: told it is being stopped, the shim leaves the others their grace.
+            _signal_group(watch, sig)
+            pids.signal_processes(found.values(), sig)
         return len(found)
 
     def _sweep(self, leader: int) -> None:
         """Kill what a job left behind after its leader exited (a daemon, a setsid grandchild)."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
         for _ in range(STOP_ROUNDS):
             left = pids.job_processes(leader, self.marker, self.since)
             if not left:
@@ -402,6 +443,15 @@ class _Job:
     def _result(self, status: int, elapsed: float, cpu: float, ended_by: str | None) -> JobResult:
         state, exit_code, sig, reason = describe_end(status, ended_by, self.spec.timeout_s, len(self.victims))
         return make_result(self.spec, state, exit_code, sig, elapsed, cpu, self.outputs, reason)
+
+
+def _signal_group(watch: ExitWatch, sig: int) -> None:
+    """Signal a job's leader and its process group."""
+    watch.send(sig)
+    try:
+        os.killpg(watch.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _drain(io: JobIO) -> None:

@@ -6,8 +6,12 @@ and every process whose environment carries the job's marker (`HOME=<scratch>` o
 `TMPDIR=<scratch>`: the job's private scratch directory). The marker catches a grandchild that
 called `setsid` and was re-parented to init, which neither ancestry nor the process group can.
 
-Running jobs are recorded as `pid_dir/<job_id>.pid` (JSON: pid, start time, marker) so a resumed
-kernel kills the survivors of a crashed one (`kill_recorded`); the start time read from
+Without the sandbox a job's leader is the reaper shim (`reaper.py`), a child subreaper: orphans
+re-parent to it, so they stay descendants of the leader even when they dropped the marker. Where a
+cgroup v2 can be created (`cgroup.py`), a job's processes are also the members of its cgroup.
+
+Running jobs are recorded as `pid_dir/<job_id>.pid` (JSON: pid, start time, marker, cgroup) so a
+resumed kernel kills the survivors of a crashed one (`kill_recorded`); the start time read from
 /proc/<pid>/stat guards against killing a reused pid.
 """
 
@@ -19,6 +23,8 @@ import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ratchet.compute.cgroup import JobCgroup
 
 
 @dataclass(frozen=True)
@@ -120,11 +126,13 @@ def signal_processes(procs: Iterable[ProcInfo], sig: int) -> int:
     return sent
 
 
-def record(pid_dir: Path, job_id: str, pid: int, marker: str) -> Path:
-    """Write `pid_dir/<job_id>.pid` ({"job_id", "pid", "start_time", "marker"}) exclusively (temp
-    file + rename). Returns its path."""
+def record(pid_dir: Path, job_id: str, pid: int, marker: str, cgroup: str | None = None) -> Path:
+    """Write `pid_dir/<job_id>.pid` ({"job_id", "pid", "start_time", "marker", "cgroup"})
+    exclusively (temp file + rename). cgroup: the job's cgroup directory (None: none). Returns its
+    path."""
     pid_dir.mkdir(parents=True, exist_ok=True)
-    data = {"job_id": job_id, "pid": pid, "start_time": process_start_time(pid), "marker": marker}
+    data = {"job_id": job_id, "pid": pid, "start_time": process_start_time(pid), "marker": marker,
+            "cgroup": cgroup}
     final = pid_dir / f"{job_id}.pid"
     tmp = pid_dir / f".{job_id}.pid.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -164,7 +172,11 @@ def kill_recorded(pid_dir: Path) -> list[str]:
         )
         if ours and leader is not None:
             victims.append(leader)
-        if signal_processes(victims, signal.SIGKILL):
+        group = JobCgroup.at(data["cgroup"]) if isinstance(data.get("cgroup"), str) else None
+        in_group = bool(group and group.pids())
+        if group is not None:
+            group.remove()
+        if signal_processes(victims, signal.SIGKILL) or in_group:
             killed.append(job_id)
         path.unlink(missing_ok=True)
     return killed

@@ -125,6 +125,15 @@ def default_python_prefixes() -> list[str]:
     return found
 
 
+def visible_paths(read_only: Sequence[str] = ()) -> list[str]:
+    """The host paths a sandboxed job sees read-only (besides its checkout and scratch directory):
+    the system directories that exist, the Python in use (`default_python_prefixes`) and the
+    existing `read_only` paths (`sandbox.read_only`)."""
+    found = [p for p in SYSTEM_DIRS if os.path.lexists(p)]
+    found += [p for p in [*default_python_prefixes(), *read_only] if os.path.exists(p)]
+    return list(dict.fromkeys(found))
+
+
 def _covered(path: str, binds: Iterable[str]) -> bool:
     return any(path == b or path.startswith(b.rstrip("/") + "/") for b in binds)
 
@@ -138,13 +147,15 @@ def wrap_argv(
     env: Mapping[str, str],
     python_prefixes: Sequence[str] | None = None,
     bwrap: str | None = None,
+    read_only: Sequence[str] = (),
 ) -> list[str]:
     """The bwrap command line running `argv` in the sandbox, in `workdir`, with exactly `env`.
 
     workdir, scratch: bound writable on their own (absolute, resolved) paths. network: share the
     host's network (else a private, empty network namespace). python_prefixes: read-only Python dirs
-    (default `default_python_prefixes()`). The mount order matters: /tmp is a tmpfs mounted before the
-    binds, so a checkout that lives under /tmp stays visible.
+    (default `default_python_prefixes()`). read_only: extra absolute paths bound read-only
+    (`sandbox.read_only`; one that does not exist is skipped). The mount order matters: /tmp is a
+    tmpfs mounted before the binds, so a checkout that lives under /tmp stays visible.
     """
     args = [bwrap or find_bwrap() or "bwrap"]
     for path in SYSTEM_DIRS:
@@ -159,6 +170,9 @@ def wrap_argv(
         if not _covered(prefix, bound):
             args += ["--ro-bind", prefix, prefix]
             bound.append(prefix)
+    for path in read_only:
+        if not _covered(path, bound):
+            args += ["--ro-bind-try", path, path]
     work, scr = str(Path(workdir).resolve()), str(Path(scratch).resolve())
     args += ["--bind", work, work, "--bind", scr, scr]
     args += ["--unshare-all"] + (["--share-net"] if network else [])

@@ -13,16 +13,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ratchet.core.contract_llm import LlmAgentConfig
+from ratchet.core.jobenv import env_name_problem
 
 CONTRACT_FILE = "ratchet.toml"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 GLOB_CHARS = set("*?[]{}")
 
-RESERVED_ENV = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "RATCHET_JOB_ID", "RATCHET_VARIANT", "RATCHET_UNIT"})
-"""Variables `target.seed_env` may not name: set by Ratchet for every job, or needed by every
-process. Names starting with `LD_` or `PYTHON` are refused too (they change what code runs)."""
-
-RESERVED_ENV_PREFIXES = ("LD_", "PYTHON")
 
 AGENT_RESERVED_ENV = frozenset({
     "SWEEP_INDEX", "RATCHET_CHANNEL", "RATCHET_WORKSPACE", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
@@ -30,6 +26,14 @@ AGENT_RESERVED_ENV = frozenset({
 })
 """Variables Ratchet sets for a command agent or its launched experiments (`SWEEP_INDEX`: the index
 of a job in a launched array); `agent.command.pass_env` and `target.seed_env` may not name them."""
+
+
+def env_problem(name: str) -> str | None:
+    """Why a contract may not name variable `name` (core.jobenv's rule, plus the names Ratchet sets
+    for command agents), or None."""
+    if name in AGENT_RESERVED_ENV:
+        return f"{name!r} is set by Ratchet for command agents (reserved: {', '.join(sorted(AGENT_RESERVED_ENV))})"
+    return env_name_problem(name)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -191,11 +195,9 @@ class TargetSection(_Model):
     @field_validator("seed_env")
     @classmethod
     def _seed_env(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-            raise ValueError(f"{value!r} is not an environment variable name")
-        if value in RESERVED_ENV or value in AGENT_RESERVED_ENV or value.startswith(RESERVED_ENV_PREFIXES):
-            reserved = ", ".join(sorted(RESERVED_ENV | AGENT_RESERVED_ENV))
-            raise ValueError(f"{value!r} is reserved (reserved: {reserved}, LD_*, PYTHON*)")
+        problem = env_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("split")
@@ -383,10 +385,9 @@ class CommandAgentConfig(_Model):
     @classmethod
     def _pass_env(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{name!r} is not an environment variable name")
-            if name in RESERVED_ENV or name.startswith(RESERVED_ENV_PREFIXES) or name in AGENT_RESERVED_ENV:
-                raise ValueError(f"{name!r} is set by Ratchet for the agent and cannot be passed")
+            problem = env_problem(name)
+            if problem:
+                raise ValueError(problem)
         return value
 
     @field_validator("brief")
@@ -477,10 +478,40 @@ class ComputeSection(_Model):
 
 
 class SandboxSection(_Model):
-    """[sandbox]: `auto` uses bubblewrap when it works, `bwrap` requires it, `none` runs bare."""
+    """[sandbox]: `auto` uses bubblewrap when it works, `bwrap` requires it, `none` runs bare.
+    `read_only`: extra absolute paths bound read-only into the sandbox (e.g. a conda or pyenv
+    install under $HOME). `pass_env`: names of variables passed to every job with the value they
+    have where Ratchet runs (reserved names refused; the values enter the cache key).
+    `keep_ratchet_venv`: keep the virtual environment Ratchet runs from on the jobs' PATH (first)."""
 
     mode: Literal["auto", "bwrap", "none"] = "auto"
     network: bool = False
+    read_only: list[str] = []
+    pass_env: list[str] = []
+    keep_ratchet_venv: bool = False
+
+    @field_validator("read_only")
+    @classmethod
+    def _read_only(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith("/") or path.rstrip("/") == "":
+                raise ValueError(f"{path!r} must be an absolute path other than / (it is bound read-only)")
+            if any(part in (".", "..") for part in path.split("/")):
+                raise ValueError(f"{path!r} has a '.' or '..' component")
+        if len(set(value)) != len(value):
+            raise ValueError("read_only lists a path twice")
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env(cls, value: list[str]) -> list[str]:
+        for name in value:
+            problem = env_name_problem(name)
+            if problem:
+                raise ValueError(problem)
+        if len(set(value)) != len(value):
+            raise ValueError("pass_env names a variable twice")
+        return value
 
 
 class Contract(_Model):

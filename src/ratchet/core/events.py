@@ -35,8 +35,8 @@ EventKind = Literal[
     "trial.judged",
     "champion.promoted",
     "run.stopped",
-    "ledger.repaired",
     "run.abandoned",
+    "ledger.repaired",
 ]
 
 EVENT_KINDS: Mapping[str, str] = {
@@ -59,7 +59,7 @@ EVENT_KINDS: Mapping[str, str] = {
     "trial.judged": "the gate's verdict on a trial stage (data.verdict, data.reason, estimate, interval)",
     "champion.promoted": "an accepted candidate became the champion (data.commit, data.tree)",
     "run.stopped": "the campaign stopped (data.stop_reason; data.budget when budget_exhausted)",
-    "run.abandoned": "an interrupted run was closed without resuming it (`ratchet abandon`); nothing deleted",
+    "run.abandoned": "`ratchet abandon` (data.pid) closed an unfinished run for good: stop reason abandoned",
     "ledger.repaired": "a torn last line (data.line) was truncated (data.truncated_bytes) on resume",
 }
 """Every event kind, with one line saying what it records. Closed: any other kind is malformed."""

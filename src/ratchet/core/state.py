@@ -230,8 +230,8 @@ class _Folder:
         self.track_wall(event)
 
     def track_wall(self, event: Event) -> None:
-        if event.kind == "ledger.repaired":
-            return  # written by a resuming kernel before its run.resumed: the downtime is no session's
+        if event.kind in ("ledger.repaired", "run.abandoned"):
+            return  # written while no kernel ran (a resume's repair, an abandon): the downtime is no session's
         when = parse_ts(event.ts)
         if event.kind in ("run.started", "run.resumed"):
             self.closed_wall_s = self.wall_s
@@ -359,15 +359,17 @@ class _Folder:
         self.judged_since_promotion.clear()
         self.promotions += 1
 
-    def on_run_abandoned(self, d: Mapping[str, Any]) -> None:
-        self.state, self.stop_reason, self.stop_budget, self.stop_detail = "stopped", "abandoned", None, d.get("reason")
-
     def on_run_stopped(self, d: Mapping[str, Any]) -> None:
         reason = d.get("stop_reason")
         self.state = "interrupted" if reason == "interrupted" else "stopped"
         self.stop_reason = reason
         self.stop_budget = d.get("budget")
         self.stop_detail = d.get("detail")
+
+    def on_run_abandoned(self, d: Mapping[str, Any]) -> None:
+        self.state = "stopped"
+        self.stop_reason = "abandoned"
+        self.stop_budget = self.stop_detail = None
 
     def on_ledger_repaired(self, d: Mapping[str, Any]) -> None:
         self.repairs += 1

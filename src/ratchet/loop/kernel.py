@@ -20,6 +20,7 @@ from typing import Any
 
 from ratchet.compute.base import Executor, SandboxSpec
 from ratchet.compute.cache import MeasurementCache
+from ratchet.compute.env import sandbox_spec
 from ratchet.compute.factory import make_executor
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract_load import LoadedContract, parse_contract
@@ -45,6 +46,10 @@ kernel SIGKILL itself just before or just after the n-th event of that kind in t
 appended — a crash at an exact step. Read when a kernel opens; unset in normal use."""
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Signals that stop a run cleanly: jobs killed, stop reason `interrupted`, exit 130, resumable."""
+
+
 def utc_now() -> dt.datetime:
     """The wall clock, timezone-aware UTC (the only clock the kernel reads)."""
     return dt.datetime.now(dt.UTC)
@@ -68,7 +73,7 @@ class Kernel:
     clock: Clock = utc_now
     interrupted: bool = False
     crash_at: tuple[str, str, int] | None = None
-    _old_handler: Any = field(default=None, repr=False)
+    _old_handlers: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @property
     def contract(self):
@@ -120,18 +125,21 @@ class Kernel:
                       record=self.record, cache=self.cache, done=self.state().finished_jobs, progress=progress)
 
     def install_sigint(self) -> None:
-        """Ctrl-C: kill running jobs and mark the run interrupted (the loop stops at the next step)."""
+        """Ctrl-C or SIGTERM (STOP_SIGNALS): kill running jobs and mark the run interrupted (the
+        loop stops at the next step; exit 130, resumable)."""
 
         def handler(signum: int, frame: Any) -> None:
             self.interrupted = True
             self.executor.cancel()
 
-        self._old_handler = signal.signal(signal.SIGINT, handler)
+        for sig in STOP_SIGNALS:
+            self._old_handlers[sig] = signal.signal(sig, handler)
 
     def close(self) -> None:
-        """Restore the Ctrl-C handler, close the log, index and executor, release the lock."""
-        if self._old_handler is not None:
-            signal.signal(signal.SIGINT, self._old_handler)
+        """Restore the stop signals' handlers, close the log, index and executor, release the lock."""
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        self._old_handlers.clear()
         self.executor.close()
         self.index.close()
         self.log.close()
@@ -149,7 +157,7 @@ def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, 
     index.sync(log.events)
     executor = make_executor(contract, run.jobs, pid_dir=run.pids)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
-                  SandboxSpec(mode=mode, network=contract.sandbox.network), cache, clock,
+                  sandbox_spec(contract.sandbox, mode), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
 
 
@@ -262,7 +270,8 @@ def _check_same_contract(run: RunDir, loaded: LoadedContract) -> None:
     raise ContractError(
         "contract.changed",
         f"ratchet.toml changed since run {run.run_id} started: {', '.join(changed)}",
-        hint=f"restore it (the original is {run.contract}), or start a new run",
+        hint=f"restore it (the original is {run.contract}), or give the run up with "
+             f"`ratchet abandon {run.run_id} --dir {run.project_root}` and start a new run",
     )
 
 

@@ -128,6 +128,20 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     )
     sb = r["sandbox"]
     out.print(f"[bold]sandbox[/]  mode {sb['mode']} -> {sb['resolved']} ({sb['detail']}), network {sb['network']}")
+    env = r["environment"]
+    out.print(f"[bold]job PATH[/] {':'.join(env['path'])}"
+              + (f" [dim](without Ratchet's own {env['dropped']})[/]" if env["dropped"] else ""))
+    if env["hidden_in_sandbox"]:
+        out.print(f"           not visible in the sandbox: {', '.join(env['hidden_in_sandbox'])}")
+    if env["read_only"]:
+        out.print(f"           read-only in the sandbox: {', '.join(env['read_only'])}")
+    if env["pass_env"]["set"]:
+        out.print(f"           passed from your environment: {', '.join(env['pass_env']['set'])}")
+    out.print(f"[bold]inputs[/]   from the working tree: {', '.join(r['inputs']['working_tree'])}; "
+              "everything else from the commit HEAD")
+    pf = r.get("preflight")
+    if pf:
+        out.print(f"[bold]preflight[/] {pf['state']}: {pf['reason']} (commit {pf['commit'][:10]})")
     for problem in r["unsupported"]:
         out.print(f"[red]not supported yet[/]: {problem['message']}")
     for warning in r["warnings"]:

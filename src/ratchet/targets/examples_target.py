@@ -204,7 +204,7 @@ class ExamplesTarget:
         n = len(examples)
         payload = shard_payload(examples, self.section.solution or "", self.section.timeout_s)
         index = _shard_index(task.job_id)
-        env = job_env(self.section.seed_env, EXAMPLES_SEED, task.job_id, task.variant, str(index))
+        env = job_env(self.section.seed_env, EXAMPLES_SEED, task.job_id, task.variant, str(index), sandbox=self.sandbox)
         return JobSpec(job_id=task.job_id, argv=("python3", "-I", "-c", _runner_source()), workdir=checkout,
                        env=env, timeout_s=shard_timeout_s(n, self.section.timeout_s, self.slack_s),
                        sandbox=self.sandbox, stdin_bytes=payload, output_cap_bytes=shard_output_cap(n))

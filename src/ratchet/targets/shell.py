@@ -86,7 +86,8 @@ class ShellJobs:
         return [Task(job.job_id, job.variant, job.tree, (job,)) for job in jobs]
 
     def _env(self, job: PlannedJob) -> dict[str, str]:
-        return job_env(self.seed_env, job.seed, job.job_id, job.variant, str(job.unit), self.envs.get(job.job_id))
+        return job_env(self.seed_env, job.seed, job.job_id, job.variant, str(job.unit), self.envs.get(job.job_id),
+                       sandbox=self.sandbox)
 
     def spec(self, task: Task, checkout: Path) -> JobSpec:
         """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment."""

@@ -86,8 +86,16 @@ class Git:
     def changed_paths(self) -> list[str]:
         """Tracked files whose working-tree content differs from HEAD, and untracked files git does
         not ignore (`git status --porcelain`): what a run from HEAD will not measure."""
-        out = self._out(["status", "--porcelain", "--untracked-files=normal", "-z"])
-        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
+        # Not stripped: each entry starts with a two-letter status whose first letter may be a space.
+        out = self._run(["status", "--porcelain", "--untracked-files=normal", "-z"]).stdout
+        entries = out.decode("utf-8", "surrogateescape").split("\0")
+        paths, i = [], 0
+        while i < len(entries):
+            entry = entries[i]
+            if len(entry) > 3:
+                paths.append(entry[3:])
+            i += 2 if entry[:1] in ("R", "C") else 1  # a rename or copy is followed by its source path
+        return paths
 
     # -- revisions -------------------------------------------------------------------------------
 

@@ -1,0 +1,89 @@
+"""`ratchet abandon RUN` (issue 16, item 1): an interrupted run whose contract changed no longer
+blocks the project; nothing of the run is deleted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import events, ratchet, set_contract
+
+from ratchet.ledger.lock import acquire_lock
+from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+
+pytestmark = pytest.mark.slow
+
+
+def _killed_run(root: Path) -> str:
+    """Start `ratchet run` and SIGKILL it right after attempt 1 starts; returns the run id."""
+    env = {**os.environ, CRASH_AT_ENV: "after:attempt.started:1"}
+    proc = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    (run_id,) = os.listdir(root / ".ratchet" / "runs")
+    return run_id
+
+
+def _kept_files(run_dir: Path) -> set[str]:
+    """The run's record (lock.pid and SQLite's -wal/-shm come and go with their writers)."""
+    return {str(p.relative_to(run_dir)) for p in run_dir.rglob("*")
+            if p.name != "lock.pid" and not p.name.endswith(("-wal", "-shm"))}
+
+
+@pytest.fixture
+def project(make_repo, tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, append='\n[sandbox]\nmode = "none"\n')
+    return root
+
+
+def test_a_changed_contract_blocks_both_ways_out_and_both_hints_name_abandon(project: Path):
+    run_id = _killed_run(project)
+    set_contract(project, replace={'name = "bench"': 'name = "bench2"'})
+    code, out, _ = ratchet("run", str(project), "--resume", run_id)
+    assert code == 2 and out["error"]["code"] == "contract.changed"
+    assert f"ratchet abandon {run_id}" in out["error"]["hint"]
+    code, out, _ = ratchet("run", str(project))
+    assert code == 2 and out["error"]["code"] == "run.interrupted_exists"
+    assert f"ratchet abandon {run_id}" in out["error"]["hint"]
+
+
+def test_abandon_stops_the_run_for_good_and_deletes_nothing(project: Path):
+    run_id = _killed_run(project)
+    run_dir = project / ".ratchet" / "runs" / run_id
+    before_files = _kept_files(run_dir)
+    before = events(project, run_id)
+
+    code, out, err = ratchet("abandon", run_id, "--dir", str(project))
+    assert code == 0, err
+    assert out["result"] == {"run_id": run_id, "state_before": "running", "stop_reason": "abandoned",
+                             "killed_jobs": []}
+    after = events(project, run_id)
+    assert after[: len(before)] == before and [e["kind"] for e in after[len(before):]] == ["run.abandoned"]
+    assert before_files and before_files <= _kept_files(run_dir)
+    assert interrupted_runs(project) == []  # a plain `ratchet run` is no longer blocked
+
+    code, out, _ = ratchet("status", run_id, "--dir", str(project))
+    assert code == 0 and out["result"]["state"] == "stopped" and out["result"]["stop_reason"] == "abandoned"
+    code, out, _ = ratchet("run", str(project), "--resume", run_id)
+    assert code == 2 and out["error"]["code"] == "run.finished"
+    code, out, _ = ratchet("abandon", run_id, "--dir", str(project))
+    assert code == 2 and out["error"]["code"] == "run.finished"
+
+
+def test_abandon_refuses_a_run_another_process_is_writing_naming_its_pid(project: Path):
+    run_id = _killed_run(project)
+    with acquire_lock(project / ".ratchet" / "runs" / run_id):
+        code, out, _ = ratchet("abandon", run_id, "--dir", str(project))
+    assert code == 2 and out["error"]["code"] == "ledger.locked"
+    assert f"pid {os.getpid()}" in out["error"]["message"]
+    assert events(project, run_id)[-1]["kind"] == "attempt.started"
+
+
+def test_abandon_of_an_unknown_run_is_refused(project: Path):
+    code, out, _ = ratchet("abandon", "20260101-000000-abcd", "--dir", str(project))
+    assert code == 2 and out["error"]["code"] == "run.not_found"

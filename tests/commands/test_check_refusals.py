@@ -1,0 +1,84 @@
+"""`ratchet check` refuses what `ratchet run` would refuse, with the same error (issue 16, item 6),
+`--preflight` measures the baseline once; the uncommitted-changes warning names only inputs read
+from HEAD, whole (item 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import ratchet, set_contract
+from repo_fixture import CONTRACT
+
+from ratchet.workspace.git import Git
+
+
+def _both(root: Path) -> tuple[tuple[int, dict], tuple[int, dict]]:
+    code_c, out_c, _ = ratchet("check", str(root))
+    code_r, out_r, _ = ratchet("run", str(root))
+    return (code_c, out_c["error"]), (code_r, out_r["error"])
+
+
+def test_a_folder_that_is_not_a_git_repository_is_refused_by_check_as_by_run(tmp_path: Path):
+    (tmp_path / "ratchet.toml").write_text(CONTRACT)
+    check, run = _both(tmp_path)
+    assert check == run and check[0] == 2 and check[1]["code"] == "git.not_a_repo"
+
+
+def test_a_project_in_a_subfolder_of_a_repository_is_refused_by_check_as_by_run(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo", files={"sub/ratchet.toml": CONTRACT, "sub/bench.py": "", "sub/params.toml": ""})
+    check, run = _both(root / "sub")
+    assert check == run and check[0] == 2 and check[1]["code"] == "git.not_a_repo"
+    assert "top of a git repository" in check[1]["message"]
+
+
+def test_an_unsupported_setting_is_refused_by_check_as_by_run(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, append='\n[compute]\nbackend = "slurm"\n')
+    check, run = _both(root)
+    assert check == run and check[0] == 2 and check[1]["code"] == "unsupported.backend"
+
+
+@pytest.mark.slow
+def test_check_preflight_measures_the_baseline_once_and_refuses_one_without_a_metric(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    code, out, err = ratchet("check", str(root), "--preflight")
+    assert code == 0, err
+    assert out["result"]["preflight"]["state"] == "ok" and out["result"]["preflight"]["value"] is not None
+    assert not (root / ".ratchet" / "runs").exists()  # a check opens no run
+    (root / "bench.py").write_text("print('no metric here')\n")
+    from repo_fixture import git
+
+    git(root, "commit", "-qam", "broken bench")
+    code, out, _ = ratchet("check", str(root), "--preflight")
+    assert code == 2 and out["error"]["code"] == "preflight.no_metric"
+    code, out, _ = ratchet("check", str(root))  # without --preflight nothing runs
+    assert code == 0 and "preflight" not in out["result"]
+
+
+def test_changed_paths_keep_their_first_letter(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    (root / "ratchet.toml").write_text(CONTRACT + "\n# edited\n")
+    (root / "new file.txt").write_text("x")
+    assert sorted(Git(root).changed_paths()) == ["new file.txt", "ratchet.toml"]
+
+
+def test_the_uncommitted_warning_names_only_inputs_read_from_head(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, replace={'kind = "search"': 'kind = "files"\n\n[agent.files]\npath = "candidates/"'})
+    (root / "ratchet.toml").write_text((root / "ratchet.toml").read_text() + "\n# edited\n")
+    (root / "candidates" / "1").mkdir(parents=True)
+    (root / "candidates" / "1" / "params.toml").write_text("x = 1.0\n")
+    (root / "bench.py").write_text((root / "bench.py").read_text() + "\n# edited\n")
+    code, out, err = ratchet("check", str(root))
+    assert code == 0, err
+    (warning,) = [w for w in out["result"]["warnings"] if "uncommitted" in w]
+    assert "differ from it: bench.py (" in warning
+    assert "working tree: ratchet.toml, candidates/" in warning
+    assert out["result"]["inputs"]["working_tree"] == ["ratchet.toml", "candidates/"]
+    (root / "bench.py").write_text((root / "bench.py").read_text().replace("\n# edited\n", ""))
+    from repo_fixture import git
+
+    git(root, "checkout", "--", "bench.py")
+    code, out, _ = ratchet("check", str(root))
+    assert not [w for w in out["result"]["warnings"] if "uncommitted" in w]  # the contract and candidates are live
