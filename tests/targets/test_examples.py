@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ratchet.core.canonical import digest
 from ratchet.core.errors import DataError
+from ratchet.core.stats.power import mde_binary
 from ratchet.targets.examples import (
     Example,
     clamp_looks,
@@ -23,7 +24,6 @@ from ratchet.targets.examples import (
     example_id,
     fingerprint,
     load_examples,
-    mde_binary,
     split_examples,
     split_sizes,
     split_warnings,

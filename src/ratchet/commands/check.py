@@ -221,7 +221,6 @@ def examples_summary(contract: Contract, root: Path, first_level: float) -> dict
         clamp_looks,
         json_text_strings,
         load_examples,
-        mde_binary,
         never_judged,
         split_examples,
         split_warnings,
@@ -231,6 +230,8 @@ def examples_summary(contract: Contract, root: Path, first_level: float) -> dict
     data = load_examples(root / (contract.target.examples or ""))
     split = split_examples(data.examples, contract.target.split, contract.campaign.seed)
     looks = clamp_looks(contract.gate.units, len(split.val))
+    from ratchet.core.stats.power import mde_binary
+
     mde = mde_binary(looks[-1], first_level)
     warnings = list(data.warnings) + split_warnings(split)
     unreachable = target_unreachable(contract.gate.target, len(split.val))

@@ -16,7 +16,7 @@ from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
 from ratchet.core.inputs import uncommitted_warning
 from ratchet.ledger.project_lock import sole_run
-from ratchet.ledger.rundir import ensure_ratchet_dir
+from ratchet.ledger.rundir import champion_branch, ensure_ratchet_dir
 from ratchet.loop.agents import AgentLink, make_agent
 from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
 from ratchet.present.progress import CampaignUI
@@ -124,7 +124,7 @@ def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:
         "champion": status["champion"],
         "holdout": status["holdout"],
         "report": str(report),
-        "branch": f"ratchet/{kernel.run.run_id}/champion" if status["promotions"] else None,
+        "branch": champion_branch(kernel.run.run_id) if status["promotions"] else None,
     }
     if reason == "interrupted":
         result["_exit_code"] = EXIT_INTERRUPTED

@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ratchet.compute.base import Resources
 from ratchet.core.canonical import digest, is_digest
+from ratchet.ledger.files import write_exclusive
 
 CACHE_FORMAT = "ratchet.cache/1"
 """Part of every key: bump it when what a cached measurement means changes."""
@@ -99,15 +99,5 @@ class MeasurementCache:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps({"key": key, "measurement": dict(measurement)}, sort_keys=True, allow_nan=False)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data.encode())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_exclusive(path, data.encode())
         return True

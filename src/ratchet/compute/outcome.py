@@ -6,11 +6,11 @@ import dataclasses
 import json
 import os
 import signal
-import threading
 from pathlib import Path
 
 from ratchet.compute.base import JobResult, JobSpec, JobState
 from ratchet.compute.streams import CappedOutput
+from ratchet.ledger.files import write_exclusive
 
 
 def describe_end(
@@ -91,11 +91,7 @@ def unknown_result(spec: JobSpec, reason: str) -> JobResult:
 
 
 def write_result(path: Path, result: JobResult) -> None:
-    """result.json, written exclusively (temp file + rename)."""
+    """result.json, written exclusively and durably (ledger.files.write_exclusive)."""
     data = dataclasses.asdict(result)
     data["stdout_path"] = str(result.stdout_path) if result.stdout_path else None
-    tmp = path.with_name(f".result.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    write_exclusive(path, json.dumps(data, indent=1, sort_keys=True).encode())

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ratchet.compute.cgroup import JobCgroup
+from ratchet.ledger.files import write_exclusive
 
 
 @dataclass(frozen=True)
@@ -134,11 +135,7 @@ def record(pid_dir: Path, job_id: str, pid: int, marker: str, cgroup: str | None
     data = {"job_id": job_id, "pid": pid, "start_time": process_start_time(pid), "marker": marker,
             "cgroup": cgroup}
     final = pid_dir / f"{job_id}.pid"
-    tmp = pid_dir / f".{job_id}.pid.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f)
-    os.replace(tmp, final)
+    write_exclusive(final, json.dumps(data).encode(), mode=0o600)
     return final
 
 

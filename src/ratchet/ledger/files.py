@@ -43,13 +43,12 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(6)}")
 
 
-def write_temp(path: Path, data: bytes) -> Path:
-    """Write `data` to a new exclusive temp file next to `path`, fsync it, return its path.
-
-    Raises OSError (FileExistsError if the temp name exists, ELOOP for a symlink).
+def write_temp(path: Path, data: bytes, mode: int = FILE_MODE) -> Path:
+    """Write `data` to a new exclusive temp file (permissions `mode`) next to `path`, fsync it,
+    return its path. Raises OSError (FileExistsError if the temp name exists, ELOOP for a symlink).
     """
     tmp = temp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         write_all(fd, data)
         os.fsync(fd)
@@ -61,15 +60,16 @@ def write_temp(path: Path, data: bytes) -> Path:
     return tmp
 
 
-def write_exclusive(path: str | os.PathLike[str], data: bytes) -> None:
-    """Atomically replace the file at `path` with exactly `data`.
+def write_exclusive(path: str | os.PathLike[str], data: bytes, mode: int = FILE_MODE) -> None:
+    """Atomically replace the file at `path` with exactly `data` (permissions `mode`): the one
+    atomic exclusive write of the kernel (run directory, job results, pid records, the cache).
 
     Exclusive temp (O_CREAT|O_EXCL|O_NOFOLLOW) + fsync + rename + fsync of the directory: a reader
     sees the old content or the new, never a mix, and a symlink at `path` is replaced, not followed.
     The parent directory must exist. Raises OSError.
     """
     target = Path(path)
-    tmp = write_temp(target, data)
+    tmp = write_temp(target, data, mode)
     try:
         os.replace(tmp, target)
     except BaseException:

@@ -216,3 +216,7 @@ def run_mode(run: RunDir) -> str | None:
     data = first.get("data") if isinstance(first, dict) else None
     return data.get("mode") if isinstance(data, dict) else None
 
+
+def champion_branch(run_id: str) -> str:
+    """The git branch a run's promotions land on: `ratchet/<run_id>/champion`."""
+    return f"ratchet/{run_id}/champion"

@@ -30,6 +30,7 @@ from ratchet.core.gate import Decision, margin_for_state
 from ratchet.core.plan import Plan, Stage
 from ratchet.core.state import RunState, parse_ts
 from ratchet.core.stats.multiplicity import trial_level
+from ratchet.ledger.rundir import champion_branch
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import MAX_LAUNCH_TIMEOUT_S, launch_from_json, refused_results, run_launch
 from ratchet.loop.measure import Interrupted, Progress
@@ -319,7 +320,7 @@ class Campaign:
         if self.k.find("champion.promoted", attempt=number):
             return
         state = self.k.state()
-        branch = f"ratchet/{self.k.run.run_id}/champion"
+        branch = champion_branch(self.k.run.run_id)
         head = self.k.git.branch_commit(branch)
         parent = state.champion.commit or ""
         d = outcome.decision

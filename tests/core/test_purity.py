@@ -1,0 +1,61 @@
+"""The pure core stays pure (DESIGN.md §5): no module under `ratchet/core/` imports anything
+effectful or anything above it, nor opens files. The import graph is walked with `ast`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).resolve().parents[2] / "src" / "ratchet" / "core"
+
+FORBIDDEN_MODULES = ("subprocess", "shutil", "sqlite3", "signal", "threading", "ratchet.compute", "ratchet.workspace",
+                     "ratchet.ledger", "ratchet.loop", "ratchet.commands", "ratchet.present", "ratchet.agents",
+                     "ratchet.targets", "ratchet.cli")
+"""What no core module may import: effects, and every package above the core."""
+
+FORBIDDEN_CALLS = ("open", "os.open", "write_text", "write_bytes")
+"""Calls that write or open files (`open(`, `os.open`, `Path.write_*`)."""
+
+
+def _imports(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _calls(tree: ast.AST) -> list[str]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name):
+                out.append(f.id)
+            elif isinstance(f, ast.Attribute):
+                base = f.value.id if isinstance(f.value, ast.Name) else ""
+                out.append(f"{base}.{f.attr}" if base == "os" else f.attr)
+    return out
+
+
+CORE_MODULES = sorted(CORE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", CORE_MODULES, ids=[str(p.relative_to(CORE)) for p in CORE_MODULES])
+def test_a_core_module_imports_nothing_effectful_and_touches_no_file(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = [name for name in _imports(tree) if any(name == f or name.startswith(f + ".") for f in FORBIDDEN_MODULES)]
+    assert not bad, f"{path.name} imports {bad}"
+    touched = [call for call in _calls(tree) if call in FORBIDDEN_CALLS]
+    assert not touched, f"{path.name} calls {touched}"
+
+
+def test_the_walk_sees_a_forbidden_import_and_an_open():
+    tree = ast.parse("import subprocess\nfrom ratchet.ledger.events import EventLog\nopen('x')\nimport os\nos.open('y', 0)\n")
+    assert [n for n in _imports(tree) if n in ("subprocess", "ratchet.ledger.events")] == ["subprocess",
+                                                                                         "ratchet.ledger.events"]
+    assert [c for c in _calls(tree) if c in FORBIDDEN_CALLS] == ["open", "os.open"]
