@@ -55,7 +55,8 @@ def test_a_core_module_imports_nothing_effectful_and_touches_no_file(path: Path)
 
 
 def test_the_walk_sees_a_forbidden_import_and_an_open():
-    tree = ast.parse("import subprocess\nfrom ratchet.ledger.events import EventLog\nopen('x')\nimport os\nos.open('y', 0)\n")
+    source = "import subprocess\nfrom ratchet.ledger.events import EventLog\nopen('x')\nimport os\nos.open('y', 0)\n"
+    tree = ast.parse(source)
     assert [n for n in _imports(tree) if n in ("subprocess", "ratchet.ledger.events")] == ["subprocess",
                                                                                          "ratchet.ledger.events"]
     assert [c for c in _calls(tree) if c in FORBIDDEN_CALLS] == ["open", "os.open"]
