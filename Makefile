@@ -35,6 +35,7 @@ bench: $(VENV)/.installed-dev
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

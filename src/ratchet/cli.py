@@ -95,9 +95,9 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
         _fail(command, as_json, debug, error, EXIT_INTERNAL)
     code = result.pop("_exit_code", 0)
     if as_json:
-        error = None if code == 0 else {"code": "interrupted", "message": f"`ratchet {command}` was interrupted",
-                                        "hint": result.get("resume")}
-        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": error}, default=str))
+        failure: dict[str, Any] | None = None if code == 0 else {
+            "code": "interrupted", "message": f"`ratchet {command}` was interrupted", "hint": result.get("resume")}
+        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": failure}, default=str))
     else:
         render(result)
     if code:

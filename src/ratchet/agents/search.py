@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
 from ratchet.core.contract import CategoricalParam, FloatParam, IntParam, SearchAgentConfig
@@ -56,11 +56,12 @@ class SearchAgent:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         seed = (ctx.campaign_seed * 1_000_003 + ctx.attempt) % (2**32)
+        sampler: optuna.samplers.BaseSampler
         if self.config.sampler == "tpe":
             sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
         else:
             sampler = optuna.samplers.RandomSampler(seed=seed)
-        direction = "maximize" if self.direction == "max" else "minimize"
+        direction: Literal["maximize", "minimize"] = "maximize" if self.direction == "max" else "minimize"
         study = optuna.create_study(direction=direction, sampler=sampler)
         dists = distributions(self.config)
         for past in ctx.history:

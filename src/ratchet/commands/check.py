@@ -14,6 +14,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.inputs import uncommitted_warning, working_tree_inputs
 from ratchet.core.unsupported import unsupported_settings
+from ratchet.core.vocab import ScoreKind
 from ratchet.ledger.rundir import ensure_ratchet_dir
 from ratchet.workspace.git import Git
 
@@ -129,7 +130,7 @@ def gate_summary(contract: Contract) -> dict[str, Any]:
     from ratchet.core.stats.multiplicity import level_schedule
 
     gate = contract.gate
-    kind = "binary" if contract.target.kind == "examples" else "continuous"
+    kind: ScoreKind = "binary" if contract.target.kind == "examples" else "continuous"
     rows = [r.to_json() for r in level_schedule(
         gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(gate.units), kind, gate.min_effect)]
     warnings = []

@@ -129,7 +129,7 @@ class JobCgroup:
 def remove_stale(parent: Path) -> list[str]:
     """Remove the empty Ratchet cgroups under `parent` whose kernel (the pid in their name) is gone;
     returns their names. A cgroup that still holds a process is never touched (rmdir refuses it)."""
-    removed = []
+    removed: list[str] = []
     try:
         names = [e.name for e in os.scandir(parent) if e.name.startswith(CGROUP_PREFIX) and e.is_dir()]
     except OSError:

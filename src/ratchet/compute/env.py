@@ -11,6 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from ratchet.compute.base import SandboxMode, SandboxSpec
+from ratchet.core.contract import SandboxSection
 from ratchet.core.errors import RatchetError
 from ratchet.core.jobenv import JOB_LANG, is_reserved_env, job_path
 
@@ -39,7 +40,7 @@ def passed_env(names: Sequence[str], environ: Mapping[str, str] | None = None) -
     return {name: source[name] for name in names if name in source}
 
 
-def sandbox_spec(section, mode: SandboxMode) -> SandboxSpec:
+def sandbox_spec(section: SandboxSection, mode: SandboxMode) -> SandboxSpec:
     """The SandboxSpec of every job of a run: `section` is the contract's [sandbox]
     (`core.contract.SandboxSection`), `mode` the resolved sandbox (`sandbox.resolve_mode`)."""
     return SandboxSpec(

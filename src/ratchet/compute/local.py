@@ -31,7 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,7 +207,7 @@ class LocalExecutor:
         pids.kill_marked_under(self.jobs_dir)
         return Batch(())
 
-    def _worker(self, todo, lock: threading.Lock, events: queue.Queue) -> None:
+    def _worker(self, todo: Iterator[tuple[int, JobSpec]], lock: threading.Lock, events: queue.Queue) -> None:
         while True:
             with lock:
                 item = next(todo, None)

@@ -152,7 +152,7 @@ def kill_recorded(pid_dir: Path) -> list[str]:
     survivors of a crashed kernel — and remove the records. A recorded pid whose start time differs
     is a reused pid and is left alone (its marked descendants are still killed). Unreadable records
     are removed. Returns the ids of the jobs that had something to kill."""
-    killed = []
+    killed: list[str] = []
     if not pid_dir.is_dir():
         return killed
     for path in sorted(pid_dir.glob("*.pid")):

@@ -55,8 +55,8 @@ def _subreaper() -> None:
     try:
         import _ctypes
 
-        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None, os.RTLD_NOW), "prctl"),
-                              (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+        own = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]  # None: this process's own symbols
+        _ctypes.call_function(_ctypes.dlsym(own, "prctl"), (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
         return
     except (ImportError, AttributeError, OSError):
         pass

@@ -172,8 +172,8 @@ Check = Annotated[
     Field(discriminator="type"),
 ]
 
-_BENCHMARK_KEYS = ("command", "metric")
-_EXAMPLES_KEYS = ("examples", "solution", "split", "checks")
+_BENCHMARK_KEYS: tuple[str, ...] = ("command", "metric")
+_EXAMPLES_KEYS: tuple[str, ...] = ("examples", "solution", "split", "checks")
 
 
 class TargetSection(_Model):

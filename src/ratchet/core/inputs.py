@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ratchet.core.contract import CONTRACT_FILE, Contract, scope_covers
+from ratchet.core.contract import CONTRACT_FILE, Contract, CustomCheck, scope_covers
 
 
 def working_tree_inputs(contract: Contract) -> tuple[str, ...]:
@@ -24,7 +24,7 @@ def working_tree_inputs(contract: Contract) -> tuple[str, ...]:
     paths = [CONTRACT_FILE]
     if contract.target.examples:
         paths.append(contract.target.examples)
-    paths += [c.script for c in contract.target.checks if getattr(c, "script", None)]
+    paths += [c.script for c in contract.target.checks if isinstance(c, CustomCheck)]
     if contract.agent.files is not None:
         paths.append(contract.agent.files.path)
     return tuple(dict.fromkeys(paths))

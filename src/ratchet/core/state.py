@@ -155,7 +155,7 @@ def _interval(value: Any) -> tuple[float, float] | None:
 
 def _judgment(data: Mapping[str, Any]) -> Judgment:
     return Judgment(
-        stage=data.get("stage"),
+        stage=data.get("stage", ""),
         verdict=data.get("verdict"),
         reason=data.get("reason"),
         reason_text=data.get("reason_text"),
@@ -200,9 +200,10 @@ class _Folder:
         self.repairs = 0
         self.model_calls = 0
         self.last_seq = -1
-        self.attempts: dict[int, dict[str, Any]] = {}  # number -> AttemptState fields set so far
-        self.finished: dict[str, Mapping[str, Any]] = {}
-        self.running: dict[str, int | None] = {}
+        # Keys as the events hold them (replay never validates): ints and strs in a well-formed ledger.
+        self.attempts: dict[Any, dict[str, Any]] = {}  # number -> AttemptState fields set so far
+        self.finished: dict[Any, Mapping[str, Any]] = {}
+        self.running: dict[Any, int | None] = {}
         self.judged_since_promotion: set[Any] = set()
         self.started = 0  # BudgetUsed.attempts
         self.evaluations = 0

@@ -28,7 +28,7 @@ from ratchet.core.errors import RatchetError
 from ratchet.core.events import LEDGER_FORMAT
 from ratchet.core.gate import Decision, margin_for_state
 from ratchet.core.plan import Plan, Stage
-from ratchet.core.state import RunState, parse_ts
+from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import trial_level
 from ratchet.ledger.rundir import champion_branch
 from ratchet.loop.kernel import Kernel
@@ -105,7 +105,7 @@ class Campaign:
             return last.attempt, True
         return state.last_attempt + 1, False
 
-    def _attempt_done(self, a) -> bool:
+    def _attempt_done(self, a: AttemptState) -> bool:
         """An attempt is done once it gave up, was rejected (by its trial or its confirmation), or
         was promoted."""
         if a.gave_up is not None:
@@ -173,6 +173,7 @@ class Campaign:
                 return "agent_stopped"
             self.ui.note(f"attempt {number} gave up: {action.reason}")
             return "gave_up"
+        assert isinstance(action, Submit)  # _converse runs every Launch before it returns
         self._submit(number, action)
         return "judged"
 
@@ -368,7 +369,7 @@ def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: fl
         "plan_blob": blob, "level": level, "margin": margin, "looks": list(plan.looks), "jobs": len(plan.jobs),
     }, "attempt", "stage")
     margin = planned.data.get("margin", margin)  # as recorded when the trial was first planned
-    return run_plan(plan, k.runner(target, progress), settings_for(plan, target, level, margin))
+    return run_plan(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
 def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:

@@ -23,6 +23,7 @@ from ratchet.compute.cache import MeasurementCache
 from ratchet.compute.env import sandbox_spec
 from ratchet.compute.factory import make_executor
 from ratchet.compute.sandbox import resolve_mode
+from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import ContractError, DataError, RatchetError
 from ratchet.core.events import LEDGER_FORMAT
@@ -35,7 +36,7 @@ from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
 from ratchet.ledger.rundir import COMPARE_MODE, RATCHET_DIR, RunDir, list_runs, new_run_id
 from ratchet.loop.measure import Progress, Runner
-from ratchet.targets.base import Target
+from ratchet.targets.base import Jobs
 from ratchet.workspace.git import Git
 
 Clock = Callable[[], dt.datetime]
@@ -76,7 +77,7 @@ class Kernel:
     _old_handlers: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def contract(self):
+    def contract(self) -> Contract:
         """The run's contract."""
         return self.loaded.contract
 
@@ -118,11 +119,14 @@ class Kernel:
         """The run's state folded from its ledger."""
         return fold(self.log.events)
 
-    def runner(self, target: Target, progress: Progress | None = None) -> Runner:
+    def runner(self, target: Jobs, progress: Progress | None = None) -> Runner:
         """The runner of `target`'s jobs for this run, reusing every job already finished in the
         ledger."""
+        def record(kind: str, data: Mapping[str, Any]) -> None:
+            self.record(kind, data)
+
         return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.root / "work",
-                      record=self.record, cache=self.cache, done=self.state().finished_jobs, progress=progress)
+                      record=record, cache=self.cache, done=self.state().finished_jobs, progress=progress)
 
     def install_sigint(self) -> None:
         """Ctrl-C or SIGTERM (STOP_SIGNALS): kill running jobs and mark the run interrupted (the

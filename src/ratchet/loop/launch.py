@@ -32,7 +32,7 @@ ARTIFACTS_DIR = "artifacts"
 
 def launch_jobs(attempt: int, launch: int, action: Launch, champion_tree: str) -> list[PlannedJob]:
     """The planned jobs of one launch (at most MAX_JOBS_PER_LAUNCH; ids `a0001-launch1-j00`)."""
-    return [PlannedJob(job_id=f"a{attempt:04d}-launch{launch}-j{i:02d}", variant="experiment",  # type: ignore[arg-type]
+    return [PlannedJob(job_id=f"a{attempt:04d}-launch{launch}-j{i:02d}", variant="experiment",
                        tree=job.tree or champion_tree, unit=i, seed=job.seed, order=0, look=0)
             for i, job in enumerate(action.jobs[:MAX_JOBS_PER_LAUNCH])]
 

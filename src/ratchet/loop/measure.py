@@ -19,7 +19,7 @@ from typing import Any
 from ratchet.compute.base import Executor, JobResult
 from ratchet.compute.cache import MeasurementCache
 from ratchet.core.plan import PlannedJob
-from ratchet.targets.base import Target, Task, TaskOutcome, UnitResult
+from ratchet.targets.base import Jobs, Task, TaskOutcome, UnitResult
 from ratchet.workspace.git import Git
 
 Record = Callable[[str, Mapping[str, Any]], None]
@@ -41,7 +41,7 @@ class Runner:
     called once a task's job has ended, before its checkout is removed (an agent's artifacts).
     """
 
-    def __init__(self, *, git: Git, executor: Executor, target: Target, work_dir: Path, record: Record,
+    def __init__(self, *, git: Git, executor: Executor, target: Jobs, work_dir: Path, record: Record,
                  cache: MeasurementCache | None = None, done: Mapping[str, Mapping[str, Any]] | None = None,
                  progress: Progress | None = None):
         self.git = git

@@ -58,8 +58,9 @@ def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[
     return scores
 
 
-def run_plan(plan: Plan, runner: Runner, settings: GateSettings) -> TrialOutcome:
-    """Measure `plan` look by look until the gate decides. Raises measure.Interrupted on Ctrl-C."""
+def run_plan(plan: Plan, target: Target, runner: Runner, settings: GateSettings) -> TrialOutcome:
+    """Measure `plan` of `target` through `runner` look by look until the gate decides. Raises
+    measure.Interrupted on Ctrl-C."""
     results: dict[str, UnitResult] = {}
     retried: dict[int, UnitResult] = {}
     for look, upto in enumerate(plan.looks):
@@ -71,7 +72,7 @@ def run_plan(plan: Plan, runner: Runner, settings: GateSettings) -> TrialOutcome
             retried.update({j.unit: again[j.job_id] for j in retry})
             decision = decide(unit_scores(plan, results, retried, upto), settings)
         if decision.verdict != "continue":
-            return _outcome(plan, runner.target, decision, results, retried, upto)
+            return _outcome(plan, target, decision, results, retried, upto)
     raise AssertionError("the gate returned `continue` at the last look")  # decide() never does
 
 

@@ -300,7 +300,7 @@ class _Keys:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
+        if self.saved is not None and self.fd is not None:
             import termios
 
             termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)

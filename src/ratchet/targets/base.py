@@ -12,13 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from ratchet.compute.base import JobResult, JobSpec
-from ratchet.core.plan import Plan, PlannedJob, Stage
-
-ScoreKind = Literal["continuous", "binary"]
-"""continuous: a metric per unit (sign-flip test); binary: pass/fail per unit (exact McNemar)."""
+from ratchet.core.plan import Plan, PlannedJob
+from ratchet.core.vocab import Direction, ScoreKind, Stage
 
 
 @dataclass(frozen=True)
@@ -64,48 +62,15 @@ class TaskOutcome:
     record: Mapping[str, Any]
 
 
-class Target(Protocol):
-    """What a run measures (see the module docstring)."""
+class Jobs(Protocol):
+    """How planned jobs become executor tasks and results: what the one runner needs (a Target, or
+    an agent's own experiments)."""
 
     kind: str
     """`benchmark` or `examples` (target.kind)."""
 
-    score_kind: ScoreKind
-    direction: Literal["max", "min"]
-    confirms: bool
-    """Whether an accepted candidate is re-measured on fresh units before its promotion."""
-
     exclude: tuple[str, ...]
     """Paths never written into a job's checkout."""
-
-    def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
-        """Cumulative units per look for `stage` (a confirmation: after a trial decided on
-        `units_used` units)."""
-        ...
-
-    def plan(self, stage: Stage, attempt: int, trial: int, champion_tree: str, candidate_tree: str,
-             looks: Sequence[int]) -> Plan:
-        """The stage's plan (PlanError on bad input)."""
-        ...
-
-    def reserve_units(self) -> int:
-        """Job-units reserved from the start for the final measurement (the holdout)."""
-        ...
-
-    def holdout_extras(self, champion_tree: str, results: Mapping[str, UnitResult],
-                       measure: Callable[[list[PlannedJob]], Mapping[str, UnitResult]]) -> dict[str, Any]:
-        """What the report shows beside the holdout's verdict (examples: the champion's pass rates per
-        split and per check), from the holdout's results and, if needed, more jobs run through
-        `measure`; {} when nothing."""
-        ...
-
-    def preflight_jobs(self, baseline_tree: str) -> list[PlannedJob]:
-        """The baseline's measurement before the first attempt (stage `preflight`)."""
-        ...
-
-    def check_preflight(self, results: Sequence[UnitResult], job_dir: Path) -> None:
-        """Raise MeasurementError when the preflight shows the target cannot measure at all."""
-        ...
 
     def tasks(self, jobs: Sequence[PlannedJob]) -> list[Task]:
         """Group planned jobs (of one look, or a retry) into executor tasks, in run order."""
@@ -134,6 +99,44 @@ class Target(Protocol):
 
     def cache_entry(self, outcome: TaskOutcome) -> dict[str, Any] | None:
         """What to keep in the cache for a fresh outcome (None: nothing)."""
+        ...
+
+
+class Target(Jobs, Protocol):
+    """What a run measures (see the module docstring): its jobs, plus plans, looks and summaries."""
+
+    score_kind: ScoreKind
+    direction: Direction
+    confirms: bool
+    """Whether an accepted candidate is re-measured on fresh units before its promotion."""
+
+    def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
+        """Cumulative units per look for `stage` (a confirmation: after a trial decided on
+        `units_used` units)."""
+        ...
+
+    def plan(self, stage: Stage, attempt: int, trial: int, champion_tree: str, candidate_tree: str,
+             looks: Sequence[int]) -> Plan:
+        """The stage's plan (PlanError on bad input)."""
+        ...
+
+    def reserve_units(self) -> int:
+        """Job-units reserved from the start for the final measurement (the holdout)."""
+        ...
+
+    def holdout_extras(self, champion_tree: str, results: Mapping[str, UnitResult],
+                       measure: Callable[[list[PlannedJob]], Mapping[str, UnitResult]]) -> dict[str, Any]:
+        """What the report shows beside the holdout's verdict (examples: the champion's pass rates per
+        split and per check), from the holdout's results and, if needed, more jobs run through
+        `measure`; {} when nothing."""
+        ...
+
+    def preflight_jobs(self, baseline_tree: str) -> list[PlannedJob]:
+        """The baseline's measurement before the first attempt (stage `preflight`)."""
+        ...
+
+    def check_preflight(self, results: Sequence[UnitResult], job_dir: Path) -> None:
+        """Raise MeasurementError when the preflight shows the target cannot measure at all."""
         ...
 
     def summary(self, values: Sequence[float]) -> tuple[float | None, float | None]:

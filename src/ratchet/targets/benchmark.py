@@ -16,6 +16,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
 from ratchet.core.gate import confirmation_looks
 from ratchet.core.plan import Plan, PlannedJob, Stage, compile_plan
+from ratchet.core.vocab import Direction, ScoreKind
 from ratchet.targets.base import UnitResult
 from ratchet.targets.shell import ShellJobs
 
@@ -29,14 +30,14 @@ class BenchmarkTarget(ShellJobs):
     """`target.kind = "benchmark"` for one run: plans over seeds, shell jobs, raw metric means with a
     Student-t bound. salt: the run's random salt (unit seeds cannot be predicted without it)."""
 
-    score_kind = "continuous"
+    score_kind: ScoreKind = "continuous"
 
     def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str):
         t = contract.target
         super().__init__(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
                          kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=t.cache)
         self.contract = contract
-        self.direction = t.direction
+        self.direction: Direction = t.direction
         self.confirms = contract.gate.confirm
         self.salt = salt
 

@@ -207,7 +207,7 @@ def _dedupe(path: Path, parsed: list[Example]) -> ExampleSet:
             f"{path}: {len(conflicts)} input(s) have different expected outputs: " + "; ".join(conflicts),
             hint="keep one expected output per input (or make the inputs differ)",
         )
-    warnings = ()
+    warnings: tuple[str, ...] = ()
     if dropped:
         lines = ", ".join(str(n) for n in dropped)
         warnings = (f"{path}: dropped {len(dropped)} exact duplicate example(s) on line(s) {lines}",)

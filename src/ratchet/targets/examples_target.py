@@ -26,6 +26,7 @@ from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.plan import Plan, PlannedJob, Stage, UnitDraw, compile_plan
 from ratchet.core.stats.paired import wilson_interval
+from ratchet.core.vocab import Direction, ScoreKind
 from ratchet.targets import shard_runner
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.checks import ScriptRunner, parse_shard_lines
@@ -83,8 +84,8 @@ class ExamplesTarget:
     """
 
     kind = "examples"
-    score_kind = "binary"
-    direction = "max"
+    score_kind: ScoreKind = "binary"
+    direction: Direction = "max"
     confirms = False
 
     def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str, split: Split, project_root: Path, *,

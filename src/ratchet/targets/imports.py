@@ -87,10 +87,10 @@ def _imported_names(path: Path, base: Path) -> list[str]:
                 names.append(head)
             names.extend(f"{head}.{a.name}".lstrip(".") for a in node.names
                          if a.name != "*" and _module_file(base, f"{head}.{a.name}".lstrip(".")))
-    with_parents = []
+    with_parents: list[str] = []
     for name in names:
-        parts = name.split(".")
-        with_parents.extend(".".join(parts[: i + 1]) for i in range(len(parts)))
+        pieces = name.split(".")
+        with_parents.extend(".".join(pieces[: i + 1]) for i in range(len(pieces)))
     return list(dict.fromkeys(with_parents))
 
 

@@ -78,6 +78,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _pump(proc: subprocess.Popen, stdin_data: bytes, timeout_s: float, output_cap: int) -> tuple:
     """Feed stdin and read stdout/stderr until both close or a limit is hit.
     Returns (stdout, stderr_tail, timed_out, over_cap)."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # all three piped
     sel = selectors.DefaultSelector()
     out, err = bytearray(), bytearray()
     pending = memoryview(stdin_data)
@@ -110,7 +111,7 @@ def _pump(proc: subprocess.Popen, stdin_data: bytes, timeout_s: float, output_ca
                     sel.unregister(proc.stdin)
                     proc.stdin.close()
                 continue
-            chunk = os.read(key.fileobj.fileno(), CHUNK_BYTES)
+            chunk = os.read(key.fd, CHUNK_BYTES)
             if not chunk:
                 sel.unregister(key.fileobj)
                 continue
@@ -136,6 +137,7 @@ def run_process(argv: list[str], stdin_data: bytes, timeout_s: float, output_cap
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # all three piped
     try:
         out, err, timed_out, over_cap = _pump(proc, stdin_data, timeout_s, output_cap)
     finally:

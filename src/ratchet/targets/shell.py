@@ -17,6 +17,7 @@ from ratchet.compute.base import JobResult, JobSpec, Resources, SandboxSpec
 from ratchet.compute.cache import cache_key
 from ratchet.compute.env import job_env
 from ratchet.core.plan import PlannedJob
+from ratchet.core.vocab import MeasurementState
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.metric import parse_metric
 
@@ -37,7 +38,7 @@ class Measurement:
     variant: str
     unit: int
     seed: int
-    state: str
+    state: MeasurementState
     value: float | None
     reason: str
     elapsed_s: float
@@ -99,7 +100,9 @@ class ShellJobs:
     def read(self, task: Task, result: JobResult) -> TaskOutcome:
         """The metric from the job's stdout (its last JSON line), or why there is none."""
         job = task.jobs[0]
-        state, value, reason = result.state, None, result.reason
+        state: MeasurementState = result.state
+        value: float | None = None
+        reason = result.reason
         if result.state == "ok" and self.metric:
             # The metric is on the LAST JSON line: past the output cap the file holds only the start,
             # so read the kept tail instead.

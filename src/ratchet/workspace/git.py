@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ratchet.core.errors import GitError
 from ratchet.workspace.gitrun import git_command, run_git, stderr_text
@@ -77,10 +78,10 @@ class Git:
         proc = run_git(Path(path), ["rev-parse", "--is-inside-work-tree"], check=False)
         return proc.returncode == 0 and proc.stdout.strip() == b"true"
 
-    def _run(self, args: Sequence[str], **kwargs) -> subprocess.CompletedProcess[bytes]:
+    def _run(self, args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         return run_git(self.root, args, **kwargs)
 
-    def _out(self, args: Sequence[str], **kwargs) -> str:
+    def _out(self, args: Sequence[str], **kwargs: Any) -> str:
         return self._run(args, **kwargs).stdout.decode("utf-8", "surrogateescape").strip()
 
     def changed_paths(self) -> list[str]:
@@ -271,7 +272,8 @@ class Git:
         new = [(p, d) for p, d in writes.items() if d is not None]
         oids = self.hash_blobs([d for _, d in new])
         for (path, _), oid in zip(new, oids, strict=True):
-            mode = old_modes.get(path) if old_modes.get(path) in ("100644", "100755") else "100644"
+            kept = old_modes.get(path)
+            mode = kept if kept in ("100644", "100755") else "100644"
             entries[path] = TreeEntry(mode, "blob", oid, path)
         return self.tree_from_entries(entries.values())
 

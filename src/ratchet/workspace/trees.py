@@ -119,9 +119,9 @@ def scan_dir(src: Path, hash_paths: HashPaths, hash_blobs: HashBlobs) -> list[Tr
     try:
         for item in _walk(root_fd, ""):
             if isinstance(item[1], bytes):
-                links.append(item)  # type: ignore[arg-type]
+                links.append(item)
             else:
-                files.append(item)  # type: ignore[arg-type]
+                files.append(item)
                 if len(files) >= FD_BATCH:
                     entries += _hash_files(files, hash_paths)
                     files = []

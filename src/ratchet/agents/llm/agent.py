@@ -120,21 +120,21 @@ class LlmAgent:
 
     def start(self, ctx: AgentContext) -> Action:
         """One attempt: strategy (when due), executor call, at most one reformat retry, candidate."""
-        directive, notes = "", []
+        directive, notes = "", list[str]()
         if self.config.strategy:
             directive, stop = self._directive(ctx, notes)
             if stop is not None:
                 return stop
         messages = self._executor_messages(ctx, directive)
         first = self.client.call(f"attempt-{ctx.attempt}/executor", "executor", messages)
-        if not first.ok:
+        if first.reply is None:
             return self._failed(first, directive)
         reply = first.reply.content
         parsed, files, errors = self._read_reply(ctx, reply, first.reply.finish_reason)
         if errors:
             retry = self.client.call(f"attempt-{ctx.attempt}/reformat", "reformat",
                                      self.prompts.reformat(messages, reply, errors))
-            if not retry.ok:
+            if retry.reply is None:
                 return self._failed(retry, directive, parsed)
             parsed, files, errors = self._read_reply(ctx, retry.reply.content, retry.reply.finish_reason)
         report = self._report(parsed, directive, notes)
@@ -200,7 +200,7 @@ class LlmAgent:
         messages = self.prompts.strategy(self._scope_files(ctx.champion_tree), self.evidence.champion(ctx),
                                          earlier, count)
         result = self.client.call(f"round-{(first - 1) // count + 1}/strategy", "strategy", messages)
-        if not result.ok:
+        if result.reply is None:
             stop = self._fatal(result)
             if stop is not None:
                 return "", stop

@@ -312,7 +312,8 @@ def _error_text(exc: Any) -> str:
     """The server's error message: `error.message` or `message` of a JSON body, else the SDK's text."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        error = body.get("error")
+        inner = error if isinstance(error, dict) else body
         if inner.get("message"):
             return str(inner["message"])
     return str(getattr(exc, "message", "") or exc)

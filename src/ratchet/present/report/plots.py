@@ -23,7 +23,7 @@ PNG_DPI = 100
 """Dots per inch of the PNG plots written next to report.md."""
 
 
-def _pyplot():
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,7 +33,7 @@ def _pyplot():
 
 
 def champion_figure(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[Mapping[str, Any]],
-                    holdout: Mapping[str, Any] | None):
+                    holdout: Mapping[str, Any] | None) -> Any:
     """Step plot of the champion's cumulative confirmed gain (metric units, positive = better) after
     each attempt, with each promotion's interval, and the holdout's estimate at the end."""
     plt = _pyplot()
@@ -62,7 +62,7 @@ def champion_figure(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[
     return fig
 
 
-def effects_figure(attempts: Sequence[Mapping[str, Any]]):
+def effects_figure(attempts: Sequence[Mapping[str, Any]]) -> Any:
     """Each measured attempt's estimated effect (candidate - champion, positive = better) with its
     interval, coloured by verdict."""
     plt = _pyplot()
@@ -85,7 +85,7 @@ def effects_figure(attempts: Sequence[Mapping[str, Any]]):
     return fig
 
 
-def budget_figure(timeline: Sequence[Mapping[str, Any]], limits: Mapping[str, Any]):
+def budget_figure(timeline: Sequence[Mapping[str, Any]], limits: Mapping[str, Any]) -> Any:
     """Each limited budget's share used (percent of its limit) at the start of each attempt and at
     the last event. `timeline`: report.data.budget_timeline rows; `limits`: run.started's limits."""
     plt = _pyplot()
@@ -103,7 +103,7 @@ def budget_figure(timeline: Sequence[Mapping[str, Any]], limits: Mapping[str, An
     return fig
 
 
-def _finish(ax, ylabel: str, title: str) -> None:
+def _finish(ax: Any, ylabel: str, title: str) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -112,7 +112,7 @@ def _finish(ax, ylabel: str, title: str) -> None:
     ax.set_title(title)
 
 
-def save_png(fig, path: Path) -> Path:
+def save_png(fig: Any, path: Path) -> Path:
     """Write `fig` as a PNG at `path` (PNG_DPI) and close it; returns `path`."""
     plt = _pyplot()
     fig.savefig(path, dpi=PNG_DPI)
@@ -120,7 +120,7 @@ def save_png(fig, path: Path) -> Path:
     return path
 
 
-def figure_svg(fig, salt: str) -> str:
+def figure_svg(fig: Any, salt: str) -> str:
     """`fig` as one `<svg>` element (no XML prolog, no fixed size: it scales to its container) and
     close it. `salt` seeds the SVG's element ids, so several figures in one page never share an id."""
     import matplotlib
