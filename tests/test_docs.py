@@ -112,3 +112,15 @@ def test_no_message_sends_users_to_a_design_file_outside_the_repository():
             if "DESIGN.md" in text:
                 offenders.append(f"{path.relative_to(REPO)}:{line}: {text[:80]!r}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_ledger_page_lists_every_event_kind_and_every_closed_set_value():
+    from ratchet.core.events import EVENT_KINDS
+    from ratchet.core.vocab import CLOSED_SETS
+
+    page = (REPO / "docs" / "ledger.md").read_text(encoding="utf-8")
+    missing = [f"`{kind}`" for kind in EVENT_KINDS if f"| `{kind}` |" not in page]
+    for name, meanings in CLOSED_SETS.items():
+        missing += [f"{name}: {value}" for value, meaning in meanings.items()
+                    if f"| `{value}` | {meaning.replace('|', '/')} |" not in page]
+    assert not missing, f"docs/ledger.md does not list: {missing}"
