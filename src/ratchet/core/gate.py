@@ -53,6 +53,13 @@ REASONS: Mapping[str, str] = {
     "next_look": "continue: this look was not decisive; measure the next look's units and judge again",
 }
 
+PValueKind = Literal["exact", "bound", "monte_carlo"]  # == stats.paired.PValueKind (kept import-light here)
+IntervalKind = Literal["descriptive_student_t", "descriptive_newcombe"]
+"""The two-sided interval shown next to an estimate: descriptive only (it is not the test inverted;
+the verdict's `bound` is): Student t for continuous scores, Newcombe's for binary ones."""
+GateTest = Literal["sign_flip", "betting"]  # == stats.guarantee.GateTest
+Spending = Literal["linear", "pocock"]  # == stats.sequential.Spending
+
 REPORT_CONFIDENCE = 0.95  # intervals are for display: two-sided 95%, whatever the trial's level
 NO_LOOK = -1  # Decision.look when no look was evaluated (failures, decisions without jobs)
 
@@ -81,8 +88,11 @@ class GateSettings:
     looks: cumulative units at each look (gate.units); level: the trial's level in [0, 1) from
     stats.multiplicity.trial_level; margin: the minimum effect tested as the null, metric units,
     >= 0 (margin_for); kind: binary (pass/fail scores) or continuous; direction: max or min;
-    seed: seeds the sign-flip Monte Carlo beyond 20 units. Raises RatchetError `gate.bad_settings`
-    (or PlanError for bad looks) when built with invalid values.
+    seed: seeds the sign-flip Monte Carlo beyond 20 units; test: gate.test for continuous scores
+    (`sign_flip` or `betting`; binary scores always use their exact tests); metric_range: (lo, hi)
+    of one score, target.metric_range, required by `betting` (scores outside it raise
+    `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential).
+    Raises RatchetError `gate.bad_settings` (or PlanError for bad looks) when built with invalid values.
     """
 
     looks: tuple[int, ...]
@@ -91,6 +101,9 @@ class GateSettings:
     kind: Literal["binary", "continuous"]
     direction: Literal["max", "min"]
     seed: int
+    test: GateTest = "sign_flip"
+    metric_range: tuple[float, float] | None = None
+    spending: Spending = "linear"
 
     def __post_init__(self) -> None:
         from ratchet.core.stats.sequential import validate_looks
@@ -109,8 +122,32 @@ class GateSettings:
             problems.append(f"direction must be 'max' or 'min', got {self.direction!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             problems.append(f"seed must be an integer, got {self.seed!r}")
+        problems += _test_problems(self.test, self.metric_range, self.kind, self.spending)
+        if self.metric_range is not None and not problems:
+            object.__setattr__(self, "metric_range", (float(self.metric_range[0]), float(self.metric_range[1])))
         if problems:
             raise RatchetError("gate.bad_settings", "; ".join(problems))
+
+
+def _test_problems(test: object, metric_range: object, kind: str, spending: object) -> list[str]:
+    """What is wrong with a gate's test, metric range and spending (empty when valid)."""
+    problems = []
+    if test not in ("sign_flip", "betting"):
+        problems.append(f"test must be 'sign_flip' or 'betting', got {test!r}")
+    if metric_range is not None:
+        ok = (
+            isinstance(metric_range, tuple | list)
+            and len(metric_range) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in metric_range)
+            and metric_range[0] < metric_range[1]
+        )
+        if not ok:
+            problems.append(f"metric_range must be (lo, hi) with finite lo < hi, got {metric_range!r}")
+    elif test == "betting" and kind == "continuous":
+        problems.append("test 'betting' needs metric_range (target.metric_range = [lo, hi])")
+    if spending not in ("linear", "pocock"):
+        problems.append(f"spending must be 'linear' or 'pocock', got {spending!r}")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -122,7 +159,12 @@ class Decision:
     interval for it (display only; None when unbounded or not computed); p_value: the one-sided
     p-value at that look; threshold: the look's p-value threshold; units: units judged;
     look: 0-based look index, NO_LOOK (-1) when none was evaluated; level: the trial's level;
-    retry_units: champion-side units to re-run, non-empty only with reason `champion_retry`.
+    retry_units: champion-side units to re-run, non-empty only with reason `champion_retry`;
+    p_value_kind: how p_value was computed (exact, bound, monte_carlo); bound: the one-sided lower
+    bound of the mean gain (direction-normalised, metric units) from the same test inverted at the
+    deciding look's threshold: accepted iff bound >= margin (None when the test bounds nothing, or
+    no look was judged); interval_kind: what `interval` is (descriptive, not the test); test: the
+    test that judged (`sign_flip`, `betting`, or `binary`).
     """
 
     verdict: Verdict
@@ -136,6 +178,10 @@ class Decision:
     level: float
     retry_units: tuple[int, ...] = ()
     threshold: float | None = None
+    p_value_kind: PValueKind | None = None
+    bound: float | None = None
+    interval_kind: IntervalKind | None = None
+    test: str | None = None
 
     @classmethod
     def without_jobs(cls, reason: Reason, text: str, level: float) -> Decision:
@@ -158,6 +204,10 @@ class Decision:
             "look": self.look,
             "level": self.level,
             "retry_units": list(self.retry_units),
+            "p_value_kind": self.p_value_kind,
+            "bound": self.bound,
+            "interval_kind": self.interval_kind,
+            "test": self.test,
         }
 
 
@@ -295,24 +345,51 @@ def _differences(prefix: list[UnitScore], settings: GateSettings):
     return d, np.asarray(cand), np.asarray(champ)
 
 
-def _look_p_value(d, settings: GateSettings) -> float:
-    from ratchet.core.stats.paired import binary_margin_test, sign_flip_test
+def look_test(settings: GateSettings):
+    """The paired test `decide` runs at every look for these settings (stats.look_test.LookTest)."""
+    from ratchet.core.stats.look_test import LookTest
 
-    if settings.kind == "binary":
-        b, c = int((d > 0).sum()), int((d < 0).sum())
-        return float(binary_margin_test(b, c, len(d), settings.margin))
-    return float(sign_flip_test(d, settings.margin, settings.seed))
+    return LookTest(
+        settings.kind, settings.test, max(settings.level, 1e-300), settings.looks[-1], settings.seed,
+        settings.metric_range,
+    )
 
 
-def _interval(d, cand, champ, kind: str) -> tuple[float, float] | None:
+def look_boundaries(settings: GateSettings, test=None):
+    """Every look's threshold for these settings (stats.sequential.boundaries; an anytime-valid
+    test gets the full level at every look)."""
+    from ratchet.core.stats.sequential import boundaries
+
+    test = test or look_test(settings)
+    min_p = test.min_p if test.uses_betting else None
+    return boundaries(settings.level, settings.looks, settings.kind, settings.margin, settings.spending, min_p)
+
+
+def _interval(d, cand, champ, kind: str) -> tuple[tuple[float, float] | None, IntervalKind]:
     from ratchet.core.stats.paired import mean_diff_interval, newcombe_interval
 
     if kind == "binary":
         n11, n00 = int(((cand == 1) & (champ == 1)).sum()), int(((cand == 0) & (champ == 0)).sum())
         low, high = newcombe_interval(n11, int((d > 0).sum()), int((d < 0).sum()), n00, REPORT_CONFIDENCE)
+        label: IntervalKind = "descriptive_newcombe"
     else:
         low, high = mean_diff_interval(d, REPORT_CONFIDENCE)
-    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
+        label = "descriptive_student_t"
+    return ((low, high) if math.isfinite(low) and math.isfinite(high) else None), label
+
+
+def _check_range(d_scores, settings: GateSettings) -> None:
+    """Scores outside the declared metric range void the betting test's guarantee: refuse them."""
+    if settings.metric_range is None or settings.kind != "continuous":
+        return
+    lo, hi = settings.metric_range
+    bad = [v for v in d_scores if not lo <= v <= hi]
+    if bad:
+        raise RatchetError(
+            "gate.bad_score",
+            f"score {bad[0]!r} lies outside target.metric_range [{lo:g}, {hi:g}]",
+            hint="widen target.metric_range to every value the metric can take",
+        )
 
 
 def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
@@ -331,36 +408,47 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     """
     import numpy as np
 
-    from ratchet.core.stats.sequential import OUTCOMES, boundaries, walk_looks
+    from ratchet.core.stats.sequential import OUTCOMES, walk_looks
 
     failed = _failure_decision(scores, settings.level)
     if failed is not None:
         return failed
     prefix = _complete_prefix(scores, settings.looks)
+    _check_range([v for s in prefix for v in (s.champion, s.candidate)], settings)
     d, cand, champ = _differences(prefix, settings)
-    looks = settings.looks
+    looks, test = settings.looks, look_test(settings)
+    marks = look_boundaries(settings, test)
     seen = sum(1 for n in looks if n <= len(d))
-    p = [_look_p_value(d[: looks[k]], settings) for k in range(seen)]
+    p = [float(test.p_value(d[: looks[k]], settings.margin, marks[k].increment)) for k in range(seen)]
     est = [float(d[: looks[k]].mean()) for k in range(seen)]
-    marks = boundaries(settings.level, looks, settings.kind, settings.margin)
     look_arr, outcome_arr = walk_looks(
         np.array([p]), np.array([est]), settings.margin, [m.increment for m in marks]
     )
     k, outcome = int(look_arr[0]), OUTCOMES[int(outcome_arr[0])]
-    n = looks[k]
-    interval = _interval(d[:n], cand[:n], champ[:n], settings.kind)
-    verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], marks[k].increment, settings.margin)
+    n, threshold = looks[k], marks[k].increment
+    interval, interval_kind = _interval(d[:n], cand[:n], champ[:n], settings.kind)
+    label = test.label(n, settings.margin)
+    verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], threshold, settings.margin, label)
     return Decision(
-        verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), marks[k].increment
+        verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), threshold,
+        label, test.bound(d[:n], settings.margin, threshold), interval_kind,
+        "binary" if settings.kind == "binary" else settings.test,
     )
 
 
 def _look_text(
-    outcome: str, k: int, looks: tuple[int, ...], est: float, p: float, threshold: float, margin: float
+    outcome: str,
+    k: int,
+    looks: tuple[int, ...],
+    est: float,
+    p: float,
+    threshold: float,
+    margin: float,
+    label: str,
 ) -> tuple[Verdict, Reason, str]:
     """Verdict, reason and one human sentence for a look's outcome."""
     where = f"look {k + 1} of {len(looks)} ({looks[k]} units)"
-    test = f"p = {p:.3g} vs threshold {threshold:.3g}"
+    test = f"p = {p:.3g} ({label.replace('_', ' ')}) vs threshold {threshold:.3g}"
     if outcome == "accepted":
         return (
             "accepted",

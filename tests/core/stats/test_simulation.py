@@ -18,10 +18,9 @@ from functools import cache
 import numpy as np
 import pytest
 
-from ratchet.core.gate import GateSettings, UnitScore, decide
+from ratchet.core.gate import GateSettings, UnitScore, decide, look_boundaries, look_test
 from ratchet.core.stats.multiplicity import trial_level
-from ratchet.core.stats.paired import binary_margin_test, sign_flip_test
-from ratchet.core.stats.sequential import ACCEPTED, CONTINUE, OUTCOMES, boundaries, expected_units, walk_looks
+from ratchet.core.stats.sequential import ACCEPTED, CONTINUE, OUTCOMES, expected_units, walk_looks
 
 DISTRIBUTIONS = ("binary", "gaussian", "t2")
 N_TRIALS = 10_000
@@ -38,18 +37,22 @@ def allowed(level: float, n: int) -> float:
     return level + 3 * math.sqrt(level * (1 - level) / n)
 
 
-def look_p_value(champ: np.ndarray, cand: np.ndarray, kind: str, margin: float) -> np.ndarray:
-    """p-values of a batch of trials (rows) on the units given: the functions `decide` calls."""
-    d = cand - champ
-    if kind == "binary":
-        return np.asarray(binary_margin_test((d > 0).sum(1), (d < 0).sum(1), d.shape[1], margin))
-    return np.asarray(sign_flip_test(d, margin, SEED))
+def gate_settings(kind: str, looks: tuple, level: float, margin: float = 0.0) -> GateSettings:
+    return GateSettings(looks, level, margin, kind, "max", SEED)  # type: ignore[arg-type]
+
+
+def look_p_value(
+    champ: np.ndarray, cand: np.ndarray, kind: str, margin: float, threshold: float | None = None
+) -> np.ndarray:
+    """p-values of a batch of trials (rows) on the units given: the test object `decide` calls."""
+    test = look_test(gate_settings(kind, (cand.shape[1],), 0.05, margin))
+    return np.asarray(test.p_value(cand - champ, margin, threshold))
 
 
 def run_trials(champ, cand, kind, looks, level, margin=0.0, p_cache=None):
     """Sequential decisions for a batch of trials; p-values are computed only for trials still open
     at a look (walk_looks never reads a look after a trial stopped)."""
-    thresholds = [m.increment for m in boundaries(level, looks, kind, margin)]
+    thresholds = [m.increment for m in look_boundaries(gate_settings(kind, looks, level, margin))]
     d = cand - champ
     p = np.ones((d.shape[0], len(looks)))
     est = np.stack([d[:, :n].mean(1) for n in looks], axis=1)
@@ -59,7 +62,7 @@ def run_trials(champ, cand, kind, looks, level, margin=0.0, p_cache=None):
             p[:, k] = p_cache(n)
         else:
             rows = np.flatnonzero(open_)
-            p[rows, k] = look_p_value(champ[rows, :n], cand[rows, :n], kind, margin)
+            p[rows, k] = look_p_value(champ[rows, :n], cand[rows, :n], kind, margin, thresholds[k] or None)
         _, outcome = walk_looks(p[:, : k + 1], est[:, : k + 1], margin, thresholds)
         open_ = outcome == CONTINUE
     return walk_looks(p, est, margin, thresholds)
