@@ -431,7 +431,7 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], threshold, settings.margin, label)
     return Decision(
         verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), threshold,
-        label, test.bound(d[:n], settings.margin, threshold), interval_kind,
+        label, test.bound(d[:n], settings.margin, threshold, outcome == "accepted"), interval_kind,
         "binary" if settings.kind == "binary" else settings.test,
     )
 

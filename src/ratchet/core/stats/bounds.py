@@ -16,19 +16,20 @@ BISECTIONS = 48  # halvings of the bracket: the bound is found to (hi - lo) * 2*
 
 
 def lower_bound(
-    p_of: Callable[[float], float], threshold: float, margin: float, low: float, high: float
+    p_of: Callable[[float], float], threshold: float, margin: float, low: float, high: float, accepted: bool
 ) -> float | None:
     """The largest null mean m in [low, high] the test rejects, p_of(m) <= threshold (bisection).
 
     p_of: the test's p-value as a function of the null mean m, non-decreasing in m; margin: the null
-    tested (inside [low, high]); p_of(high) must exceed the threshold (no data rejects every mean).
-    Returns a value >= margin when p_of(margin) <= threshold and < margin otherwise; None when even
-    `low` is not rejected (the test cannot bound the gain from below with these units).
+    tested (inside [low, high]); accepted: the verdict at the margin (p <= threshold there), which
+    picks the bracket, so the result is >= margin if and only if accepted, whatever float rounding
+    p_of adds; p_of(high) should exceed the threshold (no data rejects every mean). Returns None when
+    not accepted and even `low` is not rejected (the test cannot bound the gain from below).
     Raises ValueError unless low <= margin <= high, all finite.
     """
     if not (all(math.isfinite(v) for v in (low, margin, high)) and low <= margin <= high):
         raise ValueError(f"need finite low <= margin <= high, got {low!r}, {margin!r}, {high!r}")
-    if p_of(margin) <= threshold:
+    if accepted:
         lo, hi = margin, high
     elif low < margin and p_of(low) <= threshold:
         lo, hi = low, margin

@@ -18,7 +18,14 @@ import numpy as np
 from ratchet.core.stats.betting import betting_min_p, betting_test, difference_range
 from ratchet.core.stats.bounds import lower_bound
 from ratchet.core.stats.guarantee import GateTest
-from ratchet.core.stats.paired import Kind, PValueKind, binary_margin_test, p_value_kind, sign_flip_test
+from ratchet.core.stats.paired import (
+    Kind,
+    PValueKind,
+    binary_margin_test,
+    p_value_kind,
+    sign_flip_curve,
+    sign_flip_test,
+)
 
 _ABOVE = 1e-9  # relative step past the largest difference, where no data can reject the null
 
@@ -75,9 +82,10 @@ class LookTest:
         """The betting test's smallest p-value on n units (for sequential.boundaries)."""
         return betting_min_p(n, self.d_range, 0.0, level, self.horizon)
 
-    def bound(self, d: np.ndarray, margin: float, threshold: float) -> float | None:
-        """The largest null mean this test rejects on d (n,) at `threshold`: accepted iff
-        bound >= margin. None when no mean in the searched range is rejected (or threshold <= 0)."""
+    def bound(self, d: np.ndarray, margin: float, threshold: float, accepted: bool) -> float | None:
+        """The largest null mean this test rejects on d (n,) at `threshold`, given the verdict at the
+        margin (`accepted`): bound >= margin iff accepted. None when no mean in the searched range
+        is rejected (or threshold <= 0)."""
         if threshold <= 0.0 or len(d) == 0:
             return None
         if self.kind == "binary":
@@ -89,4 +97,8 @@ class LookTest:
             low, high = float(np.min(d)), float(np.max(d))
             high += _ABOVE * max(1.0, abs(high), high - low)
         low, high = min(low, margin), max(high, margin)
-        return lower_bound(lambda m: float(self.p_value(d, m, threshold)), threshold, margin, low, high)
+        if self.kind == "continuous" and not self.uses_betting:
+            p_of = sign_flip_curve(d, self.seed, threshold)
+        else:
+            p_of = lambda m: float(self.p_value(d, m, threshold))  # noqa: E731
+        return lower_bound(p_of, threshold, margin, low, high, accepted)

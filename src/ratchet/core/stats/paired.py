@@ -211,6 +211,32 @@ def sign_flip_test(
     return float(p[0]) if single else p
 
 
+def sign_flip_curve(d: np.ndarray, rng_seed: int, threshold: float | None = None):
+    """The sign-flip p-value of one trial as a function of the null mean m: m -> p(m), the same
+    p-values as sign_flip_test(d, m, rng_seed, threshold) up to float rounding, for inverting the test
+    (bounds.lower_bound). Beyond EXACT_MAX_UNITS the flips are drawn once and their sums kept
+    (2 floats per flip), so each m costs O(B) instead of O(B n). d: shape (n,), finite.
+    """
+    x = np.asarray(d, dtype=float).ravel()
+    n = x.size
+    if n <= EXACT_MAX_UNITS:
+        return lambda m: float(sign_flip_test(x, m, rng_seed, threshold))
+    flips = mc_flips(threshold)
+    rng = np.random.default_rng(rng_seed)
+    sums, counts = np.empty(flips), np.empty(flips)
+    for done in range(0, flips, _FLIP_CHUNK):
+        block = min(_FLIP_CHUNK, flips - done)
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(block, n))
+        sums[done : done + block], counts[done : done + block] = signs @ x, signs.sum(axis=1)
+
+    def p_of(m: float) -> float:
+        shifted = x - m
+        observed = shifted.sum() - TIE_RTOL * np.abs(shifted).sum()
+        return (1.0 + np.count_nonzero(sums - m * counts >= observed)) / (flips + 1.0)
+
+    return p_of
+
+
 def min_p_value(kind: Kind, n: int, margin: float = 0.0, threshold: float | None = None) -> float:
     """The smallest p-value the gate's paired test can produce with n units (n >= 0).
 
