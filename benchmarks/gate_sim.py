@@ -51,8 +51,10 @@ from ratchet.core.gate import confirmation_looks  # noqa: E402
 from ratchet.core.stats.multiplicity import CONFIRM_SHARE, campaign_weight, trial_level  # noqa: E402
 from ratchet.core.stats.paired import binary_margin_test, sign_flip_test  # noqa: E402
 from ratchet.core.stats.sequential import ACCEPTED, boundaries, walk_looks  # noqa: E402
+from ratchet.core.stats.tail_guard import harmful_tail  # noqa: E402
 
 ALPHA = 0.05
+GUARDED = True  # the after rule runs `guarded_sign_flip` (the default test): the harmful-tail guard applies
 LOOKS = (10, 20, 40)
 FIXED_N = 40
 MU = 100.0  # the metric's mean: the relative threshold of 0.5% is then 0.5 SD of d
@@ -135,10 +137,12 @@ class LookPValues:
     looks: tuple[int, ...] = LOOKS
     p: np.ndarray = field(init=False)
     est: np.ndarray = field(init=False)
+    guard: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         d = self.d
         self.est = np.stack([d[:, :n].mean(1) for n in self.looks], axis=1)
+        self.guard = np.stack([np.asarray(harmful_tail(d[:, :n]), dtype=bool) for n in self.looks], axis=1)
         self.p = np.ones((d.shape[0], len(self.looks)))
         alive = np.ones(d.shape[0], dtype=bool)
         for k, n in enumerate(self.looks):
@@ -148,14 +152,17 @@ class LookPValues:
             alive &= self.est[:, k] > 0.0
 
 
-def sequential(p: LookPValues, levels: np.ndarray, spending: str = "linear") -> tuple[np.ndarray, np.ndarray]:
-    """(accepted, units) per trial under looks p.looks at each trial's level (walk_looks per level)."""
+def sequential(
+    p: LookPValues, levels: np.ndarray, spending: str = "linear", guarded: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accepted, units) per trial under looks p.looks at each trial's level (walk_looks per level);
+    guarded: the harmful-tail guard of `guarded_sign_flip` applies."""
     accepted = np.zeros(len(levels), dtype=bool)
     units = np.zeros(len(levels), dtype=np.int64)
     for level in np.unique(levels):
         rows = np.flatnonzero(levels == level)
         marks = thresholds(float(level), p.looks, p.kind, spending)
-        look, outcome = walk_looks(p.p[rows], p.est[rows], 0.0, marks)
+        look, outcome = walk_looks(p.p[rows], p.est[rows], 0.0, marks, p.guard[rows] if guarded else None)
         accepted[rows] = outcome == ACCEPTED
         units[rows] = np.asarray(p.looks)[look]
     return accepted, units
@@ -182,6 +189,7 @@ def confirm(
     kind: str,
     looks: Sequence[int] = LOOKS,
     spending: str = "linear",
+    guarded: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Confirmation as the kernel runs it (campaign.py `_submit`): each accepted trial that used
     `units` units of the design `looks` is re-measured on fresh units (its row of d_fresh) with the
@@ -193,7 +201,8 @@ def confirm(
     for n in np.unique(units[accepted]):
         rows = np.flatnonzero(accepted & (units == n))
         conf = confirmation_looks(tuple(looks), int(n))
-        promoted[rows], used[rows] = sequential(LookPValues(d_fresh[rows], kind, False, conf), levels[rows], spending)
+        conf_p = LookPValues(d_fresh[rows], kind, False, conf)
+        promoted[rows], used[rows] = sequential(conf_p, levels[rows], spending, guarded)
     return promoted, used
 
 
@@ -222,10 +231,10 @@ def fallback_campaigns(
         trial, conf = split(level)
         sub = LookPValues.__new__(LookPValues)
         sub.d, sub.kind, sub.fixed, sub.looks = looks.d[rows], looks.kind, False, looks.looks
-        sub.p, sub.est = looks.p[rows], looks.est[rows]
-        accepted, units = sequential(sub, trial)
+        sub.p, sub.est, sub.guard = looks.p[rows], looks.est[rows], looks.guard[rows]
+        accepted, units = sequential(sub, trial, "linear", GUARDED)
         conf_levels = np.where(accepted, conf, 1.0)
-        prom, conf_units = confirm(fresh[rows], accepted, units, conf_levels, kind)
+        prom, conf_units = confirm(fresh[rows], accepted, units, conf_levels, kind, LOOKS, "linear", GUARDED)
         promoted[rows], job_units[rows] = prom, 2 * (units + conf_units)
         carried = np.where(prom, level, 0.0)
     return promoted, job_units

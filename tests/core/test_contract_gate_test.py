@@ -34,9 +34,9 @@ def contract(target: str = "", gate: str = ""):
     return parse_contract(BASE.format(target=target, gate=gate))
 
 
-def test_gate_test_defaults_to_sign_flip_and_range_is_optional() -> None:
+def test_gate_test_defaults_to_guarded_sign_flip_and_range_is_optional() -> None:
     c = contract()
-    assert c.gate.test == "sign_flip" and c.target.metric_range is None
+    assert c.gate.test == "guarded_sign_flip" and c.target.metric_range is None
 
 
 def test_betting_with_a_metric_range_is_accepted() -> None:

@@ -369,10 +369,10 @@ class GateSection(_Model):
 
     alpha: Annotated[float, Field(gt=0, le=0.5)] = 0.05
     multiplicity: Literal["campaign", "trial"] = "campaign"
-    test: Literal["sign_flip", "betting"] = "sign_flip"
-    """The test of a continuous metric (docs/gate.md): sign_flip (exact when d - margin is symmetric)
-    or betting (valid for every distribution within target.metric_range). Binary scores always use
-    their exact tests."""
+    test: Literal["guarded_sign_flip", "sign_flip", "betting"] = "guarded_sign_flip"
+    """The test of a continuous metric (docs/gate.md): guarded_sign_flip (sign-flip plus the
+    harmful-tail guard), sign_flip (exact when d - margin is symmetric) or betting (valid for every
+    distribution within target.metric_range). Binary scores always use their exact tests."""
     min_effect: Annotated[float, Field(ge=0)] = 0.0
     min_effect_rel: Annotated[float, Field(ge=0)] = 0.0
     units: Annotated[list[Annotated[int, Field(gt=0)]], Field(min_length=1)] = [10, 20, 40]

@@ -26,6 +26,7 @@ Reason = Literal[
     "significant_gain",
     "not_significant",
     "futility",
+    "harmful_tail",
     "candidate_failed",
     "champion_failed",
     "champion_retry",
@@ -41,6 +42,7 @@ REASONS: Mapping[str, str] = {
     "significant_gain": "accepted: p-value <= the look's threshold (H0: mean gain <= margin rejected)",
     "not_significant": "rejected: the last look was reached without a significant gain",
     "futility": "rejected early: at an interim look the mean gain was at or below the margin",
+    "harmful_tail": "rejected: a unit lost more than 6 robust SDs below the median difference (tail guard)",
     "candidate_failed": "rejected: a candidate measurement failed on a unit (crash, timeout, no metric, NaN)",
     "champion_failed": "inconclusive: the champion's measurement failed again on a unit after its retry",
     "champion_retry": "continue: champion measurements failed on units that are re-run once (retry_units)",
@@ -57,7 +59,7 @@ PValueKind = Literal["exact", "bound", "monte_carlo"]  # == stats.paired.PValueK
 IntervalKind = Literal["descriptive_student_t", "descriptive_newcombe"]
 """The two-sided interval shown next to an estimate: descriptive only (it is not the test inverted;
 the verdict's `bound` is): Student t for continuous scores, Newcombe's for binary ones."""
-GateTest = Literal["sign_flip", "betting"]  # == stats.guarantee.GateTest
+GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]  # == stats.guarantee.GateTest
 Spending = Literal["linear", "pocock"]  # == stats.sequential.Spending
 
 REPORT_CONFIDENCE = 0.95  # intervals are for display: two-sided 95%, whatever the trial's level
@@ -89,7 +91,7 @@ class GateSettings:
     stats.multiplicity.trial_level; margin: the minimum effect tested as the null, metric units,
     >= 0 (margin_for); kind: binary (pass/fail scores) or continuous; direction: max or min;
     seed: seeds the sign-flip Monte Carlo beyond 20 units; test: gate.test for continuous scores
-    (`sign_flip` or `betting`; binary scores always use their exact tests); metric_range: (lo, hi)
+    (`guarded_sign_flip`, `sign_flip` or `betting`; binary scores always use their exact tests); metric_range: (lo, hi)
     of one score, target.metric_range, required by `betting` (scores outside it raise
     `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential).
     Raises RatchetError `gate.bad_settings` (or PlanError for bad looks) when built with invalid values.
@@ -101,7 +103,7 @@ class GateSettings:
     kind: Literal["binary", "continuous"]
     direction: Literal["max", "min"]
     seed: int
-    test: GateTest = "sign_flip"
+    test: GateTest = "guarded_sign_flip"
     metric_range: tuple[float, float] | None = None
     spending: Spending = "linear"
 
@@ -132,8 +134,8 @@ class GateSettings:
 def _test_problems(test: object, metric_range: object, kind: str, spending: object) -> list[str]:
     """What is wrong with a gate's test, metric range and spending (empty when valid)."""
     problems = []
-    if test not in ("sign_flip", "betting"):
-        problems.append(f"test must be 'sign_flip' or 'betting', got {test!r}")
+    if test not in ("guarded_sign_flip", "sign_flip", "betting"):
+        problems.append(f"test must be 'guarded_sign_flip', 'sign_flip' or 'betting', got {test!r}")
     if metric_range is not None:
         ok = (
             isinstance(metric_range, tuple | list)
@@ -212,17 +214,41 @@ class Decision:
 
 
 def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
-    """The looks of a confirmation on fresh units: at least as many units as the trial used
-    (`units_used`, one of `looks`), continuing through the later looks only if needed.
+    """The looks of a confirmation on fresh units: one look at the design's last look, looks[-1],
+    whatever the trial used (`units_used` >= 1, kept for the call's shape).
 
-    A confirmation fixed at the trial's own count loses power when the trial stopped early on few
-    units (simulated: 83% instead of 99.8% at 1 SD after a 10-unit acceptance); continuing with the
-    trial's own schedule keeps the level and the early stop. Raises ValueError for units_used < 1.
+    Fresh units give a rare large loss its chance to show: a failure of frequency q hides from 40
+    units with chance 0.95**40 = 0.13 at q = 0.05, from 10 with 0.60. Simulated (docs/gate.md): with
+    the harmful-tail guard, a run of 20 lopsided nulls with q = 0.10 promotes 9% instead of 69% with
+    the trial's own schedule, for +4% job-units in the mixed campaign. Raises ValueError for units_used < 1.
     """
     if units_used < 1:
         raise ValueError(f"units_used must be >= 1, got {units_used}")
-    later = tuple(n for n in looks if n > units_used)
-    return (units_used, *later)
+    return (tuple(looks)[-1],)
+
+
+def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: Spending = "linear") -> dict:
+    """Everything a verdict depends on beyond the contract's numbers, for `run.started` (so a verdict
+    can be re-derived later): the test and its guarantee sentence, the range, the spending, the
+    confirmation's share and looks rule, the multiplicity rule, and the tests' constants."""
+    from ratchet.core.stats import betting, multiplicity, paired, tail_guard
+    from ratchet.core.stats.guarantee import guarantee
+    from ratchet.core.stats.sequential import SPENDING_NAMES
+
+    return {
+        "test": test,
+        "guarantee": guarantee(test),
+        "metric_range": None if metric_range is None else [float(v) for v in metric_range],
+        "spending": spending,
+        "spending_name": SPENDING_NAMES[spending],
+        "confirm_share": multiplicity.CONFIRM_SHARE,
+        "confirmation_looks": "one look at gate.units[-1] fresh units",
+        "multiplicity_rule": "online fallback over harmonic weights (Tian & Ramdas 2021)",
+        "tail_guard_scales": tail_guard.TAIL_GUARD_SCALES if test == "guarded_sign_flip" else None,
+        "exact_max_units": paired.EXACT_MAX_UNITS,
+        "mc_flips": [paired.MC_FLIPS, paired.MC_RESOLUTION, paired.MC_MAX_FLIPS],
+        "bet_cap": betting.BET_CAP if test == "betting" else None,
+    }
 
 
 def margin_for(min_effect: float, min_effect_rel: float, champion_mean: float) -> float:
@@ -399,12 +425,15 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     a champion failure after its retry -> inconclusive/champion_failed; a champion failure not yet
     retried -> continue/champion_retry with retry_units. Otherwise the looks reached by the leading
     complete units are walked in order (stats.sequential.walk_looks), which gives the same result as
-    judging after each look: p <= the look's threshold -> accepted/significant_gain; at an interim
-    look, mean gain <= margin -> rejected/futility; at the last look -> rejected/not_significant;
-    else continue. The p-value is exact McNemar / exact unconditional (binary) or the sign-flip test
-    (continuous) of H0: mean gain <= settings.margin.
+    judging after each look: the harmful-tail guard fires (guarded_sign_flip) -> rejected/harmful_tail;
+    p <= the look's threshold -> accepted/significant_gain; at an interim look, mean gain <= margin
+    -> rejected/futility; at the last look -> rejected/not_significant; else continue. The p-value
+    (labelled in p_value_kind) is exact McNemar / exact unconditional (binary), the sign-flip test or
+    the betting test (continuous, settings.test) of H0: mean gain <= settings.margin; `bound` inverts
+    the same test at the deciding look's threshold (stats.look_test.LookTest).
     Raises RatchetError `gate.too_few_units` (fewer complete units than looks[0]),
-    `gate.too_many_units`, `gate.duplicate_unit`, `gate.bad_score` (binary score not 0/1).
+    `gate.too_many_units`, `gate.duplicate_unit`, `gate.bad_score` (binary score not 0/1, or a
+    score outside settings.metric_range).
     """
     import numpy as np
 
@@ -421,8 +450,9 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     seen = sum(1 for n in looks if n <= len(d))
     p = [float(test.p_value(d[: looks[k]], settings.margin, marks[k].increment)) for k in range(seen)]
     est = [float(d[: looks[k]].mean()) for k in range(seen)]
+    guard = [bool(test.guard(d[: looks[k]])) for k in range(seen)]
     look_arr, outcome_arr = walk_looks(
-        np.array([p]), np.array([est]), settings.margin, [m.increment for m in marks]
+        np.array([p]), np.array([est]), settings.margin, [m.increment for m in marks], np.array([guard])
     )
     k, outcome = int(look_arr[0]), OUTCOMES[int(outcome_arr[0])]
     n, threshold = looks[k], marks[k].increment
@@ -454,6 +484,12 @@ def _look_text(
             "accepted",
             "significant_gain",
             f"Mean gain {est:+.4g} exceeds the margin {margin:g} significantly at {where}: {test}.",
+        )
+    if outcome == "harmful_tail":
+        return (
+            "rejected",
+            "harmful_tail",
+            f"A unit lost far more than the others at {where} (harmful-tail guard); mean gain {est:+.4g}.",
         )
     if outcome == "futility":
         return (

@@ -55,6 +55,7 @@ def scores(d: np.ndarray) -> list[UnitScore]:
     [
         ("continuous", "sign_flip", 10, "exact"),
         ("continuous", "sign_flip", 40, "monte_carlo"),
+        ("continuous", "guarded_sign_flip", 40, "monte_carlo"),
         ("continuous", "betting", 40, "bound"),
     ],
 )
@@ -67,7 +68,7 @@ def test_every_p_value_carries_its_label(kind: str, test: str, n: int, label: st
     assert decision.interval_kind == "descriptive_student_t" and decision.test == test
 
 
-@pytest.mark.parametrize("test", ["sign_flip", "betting"])
+@pytest.mark.parametrize("test", ["guarded_sign_flip", "betting"])
 @pytest.mark.parametrize("margin", [0.0, 0.05])
 def test_bound_clears_the_margin_if_and_only_if_accepted(test: str, margin: float) -> None:
     rng = np.random.default_rng(11)
@@ -143,7 +144,7 @@ def test_sign_flip_is_fooled_by_a_lopsided_null_as_its_guarantee_says() -> None:
     trials, level = 2_000, 0.05
     rng = np.random.default_rng(13)
     d = lopsided(rng, (trials, LOOKS[-1]), 0.05)
-    settings = GateSettings(LOOKS, level, 0.0, "continuous", "max", 0)
+    settings = GateSettings(LOOKS, level, 0.0, "continuous", "max", 0, "sign_flip")
     test = look_test(settings)
     thresholds = [m.increment for m in look_boundaries(settings, test)]
     p = np.stack([test.p_value(d[:, :n], 0.0, t) for n, t in zip(LOOKS, thresholds, strict=True)], axis=1)

@@ -11,19 +11,25 @@ import math
 from collections.abc import Mapping
 from typing import Literal
 
-GateTest = Literal["sign_flip", "betting"]
+GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]
 """The test of a continuous metric (`gate.test`); binary scores always use exact McNemar / the exact
 unconditional margin test, valid for every distribution of paired pass/fail units.
-- sign_flip (default): sign-flip permutation test of the mean paired difference;
+- guarded_sign_flip (default): the sign-flip test plus the harmful-tail guard (`tail_guard`);
+- sign_flip: the sign-flip permutation test of the mean paired difference alone (the rule before);
 - betting: a betting (e-process) test of a bounded mean; needs `target.metric_range`."""
-GATE_TESTS: tuple[GateTest, ...] = ("sign_flip", "betting")
-DEFAULT_TEST: GateTest = "sign_flip"
+GATE_TESTS: tuple[GateTest, ...] = ("guarded_sign_flip", "sign_flip", "betting")
+DEFAULT_TEST: GateTest = "guarded_sign_flip"
 
 GUARANTEES: Mapping[str, str] = {
     "sign_flip": (
         "P(accept) <= the trial's level whenever the paired differences minus the margin are "
         "symmetric about 0 (exact; a candidate that wins a little on most units and loses a lot on "
         "a few is outside this guarantee)."
+    ),
+    "guarded_sign_flip": (
+        "P(accept) <= the trial's level whenever the paired differences minus the margin are "
+        "symmetric about 0 (exact); beyond that, a candidate whose units show a loss more than 6 robust "
+        "SDs below their median is rejected, but a rare large loss that no unit showed cannot be seen."
     ),
     "betting": (
         "P(accept) <= the trial's level, at every look, for every distribution of paired differences "

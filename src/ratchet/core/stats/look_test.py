@@ -2,8 +2,9 @@
 gate (`ratchet.core.gate.decide`) and the simulations (its batched twin) both call.
 
 - binary scores: exact McNemar (margin 0) or the exact unconditional margin test (`paired`);
-- continuous, `sign_flip`: the sign-flip permutation test (`paired.sign_flip_test`), exact up to
-  EXACT_MAX_UNITS units, Monte Carlo with flips chosen from the look's threshold beyond;
+- continuous, `guarded_sign_flip` / `sign_flip`: the sign-flip permutation test (`paired.sign_flip_test`), exact up to
+  EXACT_MAX_UNITS units, Monte Carlo with flips chosen from the look's threshold beyond; the
+  guarded one adds the harmful-tail guard (`tail_guard`), which only rejects;
 - continuous, `betting`: the anytime-valid betting test of a bounded mean (`betting`).
 Each p-value carries its label (`PValueKind`), and `bound` inverts the same test at the same
 threshold (`bounds.lower_bound`), so the bound printed with a verdict agrees with it.
@@ -26,6 +27,7 @@ from ratchet.core.stats.paired import (
     sign_flip_curve,
     sign_flip_test,
 )
+from ratchet.core.stats.tail_guard import harmful_tail
 
 _ABOVE = 1e-9  # relative step past the largest difference, where no data can reject the null
 
@@ -73,6 +75,13 @@ class LookTest:
         if self.uses_betting:
             return betting_test(d, margin, self.d_range, self.level, self.horizon)
         return sign_flip_test(d, margin, self.seed, threshold if threshold else None)
+
+    def guard(self, d: np.ndarray) -> bool | np.ndarray:
+        """The harmful-tail guard on d (n,) or (trials, n): fires only for `guarded_sign_flip` on
+        continuous scores (tail_guard.harmful_tail); False (or all False) otherwise."""
+        if self.kind == "continuous" and self.test == "guarded_sign_flip":
+            return harmful_tail(d)
+        return False if np.ndim(d) == 1 else np.zeros(np.shape(d)[0], dtype=bool)
 
     def label(self, n: int, margin: float) -> PValueKind:
         """How the p-value on n units is computed: exact, bound or monte_carlo."""

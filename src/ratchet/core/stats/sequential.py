@@ -48,8 +48,8 @@ DEFAULT_SPENDING: Spending = "linear"
 SPENDING_NAME = SPENDING_NAMES[DEFAULT_SPENDING]
 
 # Outcome codes of `walk_looks`, indexes into OUTCOMES.
-CONTINUE, ACCEPTED, FUTILITY, NOT_SIGNIFICANT = 0, 1, 2, 3
-OUTCOMES = ("continue", "accepted", "futility", "not_significant")
+CONTINUE, ACCEPTED, FUTILITY, NOT_SIGNIFICANT, HARMFUL_TAIL = 0, 1, 2, 3, 4
+OUTCOMES = ("continue", "accepted", "futility", "not_significant", "harmful_tail")
 
 
 def validate_looks(looks: Sequence[int]) -> tuple[int, ...]:
@@ -184,12 +184,18 @@ def futile(estimate: float | np.ndarray, margin: float) -> bool | np.ndarray:
 
 
 def walk_looks(
-    p_values: np.ndarray, estimates: np.ndarray, margin: float, thresholds: Sequence[float]
+    p_values: np.ndarray,
+    estimates: np.ndarray,
+    margin: float,
+    thresholds: Sequence[float],
+    guard: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Walk the looks seen so far, in order, and stop at the first that decides.
 
     p_values, estimates: shape (trials, seen) with 1 <= seen <= len(thresholds): the p-value and
     mean paired difference at each look seen. thresholds: every look's increment (`boundaries`).
+    guard: optional bool array (trials, seen), the harmful-tail guard at each look (tail_guard):
+    where it fires the trial stops as HARMFUL_TAIL before any other rule (it only rejects).
     At look k: p <= thresholds[k] -> ACCEPTED; else at an interim look, `futile` -> FUTILITY; else
     at the last look -> NOT_SIGNIFICANT. No stop among the looks seen (not the last) -> CONTINUE.
     Returns (look, outcome): int arrays (trials,), the deciding (or last seen) 0-based look and a
@@ -205,7 +211,11 @@ def walk_looks(
     look = np.full(p.shape[0], seen - 1, dtype=np.int64)
     outcome = np.full(p.shape[0], CONTINUE, dtype=np.int64)
     open_ = np.ones(p.shape[0], dtype=bool)
+    tail = np.zeros(p.shape, dtype=bool) if guard is None else np.atleast_2d(np.asarray(guard, dtype=bool))
     for k in range(seen):
+        harmful = open_ & tail[:, k]
+        outcome[harmful], look[harmful] = HARMFUL_TAIL, k
+        open_ &= ~harmful
         accept = open_ & (p[:, k] <= thresholds[k])
         if k < total - 1:
             stop = open_ & ~accept & futile(est[:, k], margin)
