@@ -88,12 +88,12 @@ class GateSettings:
     """How a trial is judged.
 
     looks: cumulative units at each look (gate.units); level: the trial's level in [0, 1) from
-    stats.multiplicity.trial_level; margin: the minimum effect tested as the null, metric units,
+    stats.multiplicity.attempt_levels (`trial` for a trial, `confirm` for its confirmation); margin: the minimum effect tested as the null, metric units,
     >= 0 (margin_for); kind: binary (pass/fail scores) or continuous; direction: max or min;
     seed: seeds the sign-flip Monte Carlo beyond 20 units; test: gate.test for continuous scores
-    (`guarded_sign_flip`, `sign_flip` or `betting`; binary scores always use their exact tests); metric_range: (lo, hi)
-    of one score, target.metric_range, required by `betting` (scores outside it raise
-    `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential).
+    (`guarded_sign_flip`, `sign_flip` or `betting`; binary scores always use their exact tests);
+    metric_range: (lo, hi) of one score, target.metric_range, required by `betting` (scores outside
+    it raise `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential).
     Raises RatchetError `gate.bad_settings` (or PlanError for bad looks) when built with invalid values.
     """
 
@@ -166,7 +166,7 @@ class Decision:
     bound of the mean gain (direction-normalised, metric units) from the same test inverted at the
     deciding look's threshold: accepted iff bound >= margin (None when the test bounds nothing, or
     no look was judged); interval_kind: what `interval` is (descriptive, not the test); test: the
-    test that judged (`sign_flip`, `betting`, or `binary`).
+    test that judged (`guarded_sign_flip`, `sign_flip`, `betting`, or `binary`).
     """
 
     verdict: Verdict
