@@ -89,7 +89,8 @@ class GateSettings:
 
     looks: cumulative units at each look (gate.units); level: the trial's level in [0, 1) from
     stats.multiplicity.attempt_levels (`trial` for a trial, `confirm` for its confirmation);
-    margin: the minimum effect tested as the null, metric units, >= 0 (margin_for); kind: binary (pass/fail scores) or continuous; direction: max or min;
+    margin: the minimum effect tested as the null, metric units, >= 0 (margin_for); kind: binary
+    (pass/fail scores) or continuous; direction: max or min;
     seed: seeds the sign-flip Monte Carlo beyond 20 units; test: gate.test for continuous scores
     (`guarded_sign_flip`, `sign_flip` or `betting`; binary scores always use their exact tests);
     metric_range: (lo, hi) of one score, target.metric_range, required by `betting` (scores outside
