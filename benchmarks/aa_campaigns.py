@@ -88,7 +88,7 @@ def lopsided_table(rng: np.random.Generator, campaigns: int) -> str:
             looks = g.LookPValues(d - margin, "continuous", fixed=False)  # H0 mean <= m: test d - m
             levels = np.tile(g.campaign_levels("campaign", attempts), campaigns)
             acc, units = g.sequential(looks, levels, "pocock")
-            before, _ = g.confirm(fresh - margin, acc, units, levels, "continuous", g.LOOKS, "pocock")
+            before, _ = g.confirm(fresh - margin, acc, units, levels, "continuous", g.LOOKS, "pocock", before=True)
             after, _ = g.fallback_campaigns(looks, fresh - margin, "continuous", shape, "campaign")
             bet = betting_campaigns(d, fresh, margin, shape)
             first = np.arange(campaigns) * attempts
@@ -103,9 +103,9 @@ def lopsided_table(rng: np.random.Generator, campaigns: int) -> str:
             )
     return table(
         ["family", "true mean", "before: P(trial 1 promotes) %", "before: P(run promotes) % [95% CP]",
-         "after sign_flip: P(trial 1 promotes) %", "after sign_flip: P(run promotes) % [95% CP]",
+         "after guarded_sign_flip: P(trial 1 promotes) %", "after guarded_sign_flip: P(run promotes) % [95% CP]",
          "after betting: P(trial 1 promotes) %", "after betting: P(run promotes) % [95% CP]",
-         "inside sign_flip's guarantee", "inside betting's guarantee"],
+         "inside the sign-flip's guarantee", "inside betting's guarantee"],
         rows,
     )
 

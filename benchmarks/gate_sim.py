@@ -20,11 +20,15 @@ The model (one unit = one seed; direction max):
   its expected pass rate mean_j p_j; an A/A candidate has the same p_j, so it cannot drift.
 
 Rules, for attempt t of a campaign of T attempts:
-- ratchet (campaign | trial): fresh units every trial, looks LOOKS with the trial's level
-  (trial_level(ALPHA, multiplicity, t, T)); an accepted trial that used n units is re-measured on
-  fresh units with the looks gate.confirmation_looks(LOOKS, n) = (n, later looks) at the same
-  level, sequentially like a trial, and promoted only if that accepts, as the kernel does
-  (campaign.py `_submit`). 2 job-units per unit, confirmation included.
+- ratchet before (campaign | trial; the rule before issues 14-15): fresh units every trial, looks
+  LOOKS with the trial's level (trial_level(ALPHA, multiplicity, t, T)), Pocock spending, the plain
+  sign-flip; an accepted trial that used n units is re-measured on fresh units with the looks
+  (n, later looks) at the same level and promoted only if that accepts. 2 job-units per unit,
+  confirmation included.
+- ratchet after (the rule now): attempt t's level from multiplicity.attempt_level (online fallback),
+  split between the trial and the confirmation (multiplicity.attempt_levels), linear spending, the
+  guarded sign-flip (continuous), confirmation in one look of LOOKS[-1] fresh units
+  (gate.confirmation_looks).
 - keep-if-better (autoresearch-style): the candidate runs once (its own seed); promoted if its
   score beats the champion's recorded single score, which it then replaces. 1 job-unit.
 - threshold 0.5%: champion and candidate run on one shared seed (the same for the whole
@@ -181,6 +185,11 @@ def fixed_n(p: LookPValues, levels: np.ndarray, spending: str = "linear") -> np.
     return accepted
 
 
+def confirmation_looks_before(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
+    """The confirmation's looks before issue 14: the trial's own units, then the later looks."""
+    return (units_used, *(n for n in looks if n > units_used))
+
+
 def confirm(
     d_fresh: np.ndarray,
     accepted: np.ndarray,
@@ -190,17 +199,18 @@ def confirm(
     looks: Sequence[int] = LOOKS,
     spending: str = "linear",
     guarded: bool = False,
+    before: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Confirmation as the kernel runs it (campaign.py `_submit`): each accepted trial that used
-    `units` units of the design `looks` is re-measured on fresh units (its row of d_fresh) with the
-    looks `ratchet.core.gate.confirmation_looks(looks, units)` = (units, later looks) at its level, as
-    a trial of its own (the spending over those looks, futility at their interim looks).
+    """Confirmation: each accepted trial that used `units` units of the design `looks` is re-measured
+    on fresh units (its row of d_fresh) at its level, as a trial of its own, with the looks
+    `ratchet.core.gate.confirmation_looks(looks, units)` (one look at looks[-1]), or with
+    `before`, the rule before: (units, later looks), futility at their interim looks.
     Returns (promoted, confirmation units) per trial; both 0 where the trial was not accepted."""
     promoted = np.zeros(len(accepted), dtype=bool)
     used = np.zeros(len(accepted), dtype=np.int64)
     for n in np.unique(units[accepted]):
         rows = np.flatnonzero(accepted & (units == n))
-        conf = confirmation_looks(tuple(looks), int(n))
+        conf = confirmation_looks_before(looks, int(n)) if before else confirmation_looks(tuple(looks), int(n))
         conf_p = LookPValues(d_fresh[rows], kind, False, conf)
         promoted[rows], used[rows] = sequential(conf_p, levels[rows], spending, guarded)
     return promoted, used
@@ -232,9 +242,10 @@ def fallback_campaigns(
         sub = LookPValues.__new__(LookPValues)
         sub.d, sub.kind, sub.fixed, sub.looks = looks.d[rows], looks.kind, False, looks.looks
         sub.p, sub.est, sub.guard = looks.p[rows], looks.est[rows], looks.guard[rows]
-        accepted, units = sequential(sub, trial, "linear", GUARDED)
+        guarded = GUARDED and kind == "continuous"  # binary scores keep their exact tests, no guard
+        accepted, units = sequential(sub, trial, "linear", guarded)
         conf_levels = np.where(accepted, conf, 1.0)
-        prom, conf_units = confirm(fresh[rows], accepted, units, conf_levels, kind, LOOKS, "linear", GUARDED)
+        prom, conf_units = confirm(fresh[rows], accepted, units, conf_levels, kind, LOOKS, "linear", guarded)
         promoted[rows], job_units[rows] = prom, 2 * (units + conf_units)
         carried = np.where(prom, level, 0.0)
     return promoted, job_units
@@ -332,7 +343,7 @@ def ratchet_campaigns(
     for multiplicity in ("campaign", "trial"):
         levels = np.tile(campaign_levels(multiplicity, attempts), campaigns)
         accepted, units = sequential(looks, levels, "pocock")
-        promoted, confirm_units = confirm(fresh, accepted, units, levels, kind, LOOKS, "pocock")
+        promoted, confirm_units = confirm(fresh, accepted, units, levels, kind, LOOKS, "pocock", before=True)
         job_units = 2 * (units + confirm_units)
         out[f"ratchet-{multiplicity}-before"] = _paired_outcome(
             rng,

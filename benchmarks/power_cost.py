@@ -2,11 +2,11 @@
 
 For candidates whose true gain is 0, 0.25, 0.5 and 1 SD of the paired difference d (Gaussian
 noise; d = candidate - champion on one seed has SD 1), at the level trial 1 of a 20-attempt
-campaign gets under `campaign` and at 0.05. Both designs run the confirmation the kernel runs: an
-accepted trial that used n units is re-measured on fresh units with the looks
-gate.confirmation_looks(design looks, n) at the same level (fixed-n: one look at 40; looks: n, then
-the later looks, sequentially) and promoted only if that accepts. The two designs judge the same
-simulated scores (and the same fresh units).
+campaign gets under `campaign` and at 0.05. Three designs judge the same simulated scores (and the
+same fresh units), each followed by a confirmation on fresh units: fixed-n (one look at 40, then a
+confirmation of 40 at the same level), before (looks 10/20/40, Pocock spending, confirmation with
+the looks (n, later looks) at the same level) and after (the attempt's level split between trial
+and confirmation, linear spending, the guarded sign-flip, confirmation in one look of 40).
 
     python benchmarks/power_cost.py [--quick]
 """
@@ -45,13 +45,13 @@ def simulate(
     for name, level in LEVELS.items():
         levels = np.full(trials, level)
         acc, units = g.sequential(looks, levels, "pocock")
-        prom, confirm_units = g.confirm(fresh, acc, units, levels, "continuous", g.LOOKS, "pocock")
+        prom, confirm_units = g.confirm(fresh, acc, units, levels, "continuous", g.LOOKS, "pocock", before=True)
         out[(name, "sequential")] = {"accepted": acc, "promoted": prom, "units": 2 * (units + confirm_units)}
         trial, conf = g.split(levels)
-        acc, units = g.sequential(looks, trial, "linear")
-        prom, confirm_units = g.confirm(fresh, acc, units, conf, "continuous", g.LOOKS, "linear")
+        acc, units = g.sequential(looks, trial, "linear", g.GUARDED)
+        prom, confirm_units = g.confirm(fresh, acc, units, conf, "continuous", g.LOOKS, "linear", g.GUARDED)
         out[(name, "after")] = {"accepted": acc, "promoted": prom, "units": 2 * (units + confirm_units)}
-        acc = g.fixed_n(looks, levels)
+        acc = g.fixed_n(looks, levels, "pocock")
         units = np.full(trials, g.FIXED_N)
         prom, confirm_units = g.confirm(fresh, acc, units, levels, "continuous", (g.FIXED_N,))
         out[(name, "fixed-n")] = {"accepted": acc, "promoted": prom, "units": 2 * (units + confirm_units)}
