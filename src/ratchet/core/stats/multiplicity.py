@@ -148,8 +148,8 @@ class LevelRow:
     """One trial's row of the level schedule `ratchet check` prints.
 
     trial: 1-based index; level: the trial's level (its share when confirmed; `confirm_level` the
-    confirmation's, 1.0 without one), before any promotion passes level on; increments: per-look thresholds after
-    carrying unreachable ones forward (sequential.boundaries); min_p_first / min_p_last: the
+    confirmation's, 1.0 without one), before any promotion passes level on; increments: per-look
+    thresholds after carrying unreachable ones forward (sequential.boundaries); min_p_first / min_p_last: the
     smallest p-value the exact test can produce at the first / last look; reachable_first: the
     first look can stop for efficacy; reachable: some look can accept at all (the last look's
     threshold is at least its smallest p-value). A False `reachable` means this trial can never

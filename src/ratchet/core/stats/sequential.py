@@ -11,8 +11,8 @@ level, whatever the dependence between looks (no normal approximation, so exact 
 stay valid).
 - `linear` (default): alpha(t) = level * t, the power family with rho = 1 (Kim & DeMets 1987,
   Biometrics 43:857-864). It keeps half the level for the last look of (10, 20, 40); chosen by
-  simulation (docs/gate.md): +1.5 points of power at 0.25-0.5 SD of d for +2% job-units against
-  `pocock`, where rho = 2 gained +2 to +5 points for +8% to +25% job-units.
+  simulation (docs/gate.md): +1.4 / +0.8 points of promotion at 0.25 / 0.5 SD of d for +2%
+  job-units against `pocock`, where rho = 2 gained +5 / +2 points for +8% to +25% job-units.
 - `pocock`: alpha(t) = level * ln(1 + (e - 1) t) (Lan & DeMets 1983, Biometrika 70:659-663), the
   rule before: about a third of the level at a quarter of the units.
 An increment the exact test cannot reach at its look (below the smallest p-value it can produce
@@ -153,8 +153,9 @@ def boundaries(
     values = validate_looks(looks)
     if min_p is not None:
         level = _check_level(level)
+        floors = [min_p(n, level) for n in values]
         return tuple(
-            Look(k, n, n / values[-1], level, level, min_p(n, level), min_p(n, level) <= level, k < len(values) - 1)
+            Look(k, n, n / values[-1], level, level, floors[k], floors[k] <= level, k < len(values) - 1)
             for k, n in enumerate(values)
         )
     raw = spending(level, values, rule)
