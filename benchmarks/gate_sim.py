@@ -20,11 +20,15 @@ The model (one unit = one seed; direction max):
   its expected pass rate mean_j p_j; an A/A candidate has the same p_j, so it cannot drift.
 
 Rules, for attempt t of a campaign of T attempts:
-- ratchet (campaign | trial): fresh units every trial, looks LOOKS with the trial's level
-  (trial_level(ALPHA, multiplicity, t, T)); an accepted trial that used n units is re-measured on
-  fresh units with the looks gate.confirmation_looks(LOOKS, n) = (n, later looks) at the same
-  level, sequentially like a trial, and promoted only if that accepts, as the kernel does
-  (campaign.py `_submit`). 2 job-units per unit, confirmation included.
+- ratchet before (campaign | trial; the rule before issues 14-15): fresh units every trial, looks
+  LOOKS with the trial's level (trial_level(ALPHA, multiplicity, t, T)), Pocock spending, the plain
+  sign-flip; an accepted trial that used n units is re-measured on fresh units with the looks
+  (n, later looks) at the same level and promoted only if that accepts. 2 job-units per unit,
+  confirmation included.
+- ratchet after (the rule now): attempt t's level from multiplicity.attempt_level (online fallback),
+  split between the trial and the confirmation (multiplicity.attempt_levels), linear spending, the
+  guarded sign-flip (continuous), confirmation in one look of LOOKS[-1] fresh units
+  (gate.confirmation_looks).
 - keep-if-better (autoresearch-style): the candidate runs once (its own seed); promoted if its
   score beats the champion's recorded single score, which it then replaces. 1 job-unit.
 - threshold 0.5%: champion and candidate run on one shared seed (the same for the whole
@@ -48,11 +52,13 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from ratchet.core.gate import confirmation_looks  # noqa: E402
-from ratchet.core.stats.multiplicity import trial_level  # noqa: E402
+from ratchet.core.stats.multiplicity import CONFIRM_SHARE, campaign_weight, trial_level  # noqa: E402
 from ratchet.core.stats.paired import binary_margin_test, sign_flip_test  # noqa: E402
 from ratchet.core.stats.sequential import ACCEPTED, boundaries, walk_looks  # noqa: E402
+from ratchet.core.stats.tail_guard import harmful_tail  # noqa: E402
 
 ALPHA = 0.05
+GUARDED = True  # the after rule runs `guarded_sign_flip` (the default test): the harmful-tail guard applies
 LOOKS = (10, 20, 40)
 FIXED_N = 40
 MU = 100.0  # the metric's mean: the relative threshold of 0.5% is then 0.5 SD of d
@@ -61,10 +67,20 @@ NOISE_SCALE = 1 / math.sqrt(2)  # per-run noise: d = e_candidate - e_champion ha
 THRESHOLD_REL = 0.005
 N_EXAMPLES = 200
 MC_SEED = 20240601  # seeds the sign-flip Monte Carlo beyond 20 units (the gate uses the unit seed)
-RULES = ("ratchet-campaign", "ratchet-trial", "keep-if-better", "threshold-0.5%", "paired-0.05")
+RULES = (
+    "ratchet-campaign-before",
+    "ratchet-campaign",
+    "ratchet-trial-before",
+    "ratchet-trial",
+    "keep-if-better",
+    "threshold-0.5%",
+    "paired-0.05",
+)
 RULE_NAMES = {
-    "ratchet-campaign": "Ratchet, `campaign` (looks 10/20/40 + confirmation)",
-    "ratchet-trial": "Ratchet, `trial` (looks 10/20/40 + confirmation)",
+    "ratchet-campaign-before": "before: Ratchet, `campaign` (harmonic levels, trial and confirmation at each, Pocock)",
+    "ratchet-campaign": "after: Ratchet, `campaign` (split level, online fallback, linear spending)",
+    "ratchet-trial-before": "before: Ratchet, `trial` (alpha for trial and confirmation each, Pocock)",
+    "ratchet-trial": "after: Ratchet, `trial` (alpha split between trial and confirmation, linear spending)",
     "keep-if-better": "keep-if-better, one run each",
     "threshold-0.5%": "one shared seed, promote at >= 0.5% gain",
     "paired-0.05": "paired test at 0.05, 40 units, no multiplicity, no confirmation",
@@ -108,9 +124,9 @@ def p_values(d: np.ndarray, kind: str) -> np.ndarray:
 # -- Ratchet's gate, batched ----------------------------------------------------------------------
 
 
-def thresholds(level: float, looks: Sequence[int], kind: str) -> list[float]:
+def thresholds(level: float, looks: Sequence[int], kind: str, spending: str = "linear") -> list[float]:
     """Each look's p-value threshold for a trial at `level` (stats.sequential.boundaries)."""
-    return [m.increment for m in boundaries(level, looks, kind, 0.0)]  # type: ignore[arg-type]
+    return [m.increment for m in boundaries(level, looks, kind, 0.0, spending)]  # type: ignore[arg-type]
 
 
 @dataclass
@@ -125,10 +141,12 @@ class LookPValues:
     looks: tuple[int, ...] = LOOKS
     p: np.ndarray = field(init=False)
     est: np.ndarray = field(init=False)
+    guard: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         d = self.d
         self.est = np.stack([d[:, :n].mean(1) for n in self.looks], axis=1)
+        self.guard = np.stack([np.asarray(harmful_tail(d[:, :n]), dtype=bool) for n in self.looks], axis=1)
         self.p = np.ones((d.shape[0], len(self.looks)))
         alive = np.ones(d.shape[0], dtype=bool)
         for k, n in enumerate(self.looks):
@@ -138,29 +156,38 @@ class LookPValues:
             alive &= self.est[:, k] > 0.0
 
 
-def sequential(p: LookPValues, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(accepted, units) per trial under looks p.looks at each trial's level (walk_looks per level)."""
+def sequential(
+    p: LookPValues, levels: np.ndarray, spending: str = "linear", guarded: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accepted, units) per trial under looks p.looks at each trial's level (walk_looks per level);
+    guarded: the harmful-tail guard of `guarded_sign_flip` applies."""
     accepted = np.zeros(len(levels), dtype=bool)
     units = np.zeros(len(levels), dtype=np.int64)
     for level in np.unique(levels):
         rows = np.flatnonzero(levels == level)
-        look, outcome = walk_looks(p.p[rows], p.est[rows], 0.0, thresholds(float(level), p.looks, p.kind))
+        marks = thresholds(float(level), p.looks, p.kind, spending)
+        look, outcome = walk_looks(p.p[rows], p.est[rows], 0.0, marks, p.guard[rows] if guarded else None)
         accepted[rows] = outcome == ACCEPTED
         units[rows] = np.asarray(p.looks)[look]
     return accepted, units
 
 
-def fixed_n(p: LookPValues, levels: np.ndarray) -> np.ndarray:
+def fixed_n(p: LookPValues, levels: np.ndarray, spending: str = "linear") -> np.ndarray:
     """accepted per trial with one look at FIXED_N units at each trial's level."""
     k = p.looks.index(FIXED_N)
     accepted = np.zeros(len(levels), dtype=bool)
     for level in np.unique(levels):
         rows = np.flatnonzero(levels == level)
         _, outcome = walk_looks(
-            p.p[rows, k : k + 1], p.est[rows, k : k + 1], 0.0, thresholds(float(level), (FIXED_N,), p.kind)
+            p.p[rows, k : k + 1], p.est[rows, k : k + 1], 0.0, thresholds(float(level), (FIXED_N,), p.kind, spending)
         )
         accepted[rows] = outcome == ACCEPTED
     return accepted
+
+
+def confirmation_looks_before(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
+    """The confirmation's looks before issue 14: the trial's own units, then the later looks."""
+    return (units_used, *(n for n in looks if n > units_used))
 
 
 def confirm(
@@ -170,19 +197,58 @@ def confirm(
     levels: np.ndarray,
     kind: str,
     looks: Sequence[int] = LOOKS,
+    spending: str = "linear",
+    guarded: bool = False,
+    before: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Confirmation as the kernel runs it (campaign.py `_submit`): each accepted trial that used
-    `units` units of the design `looks` is re-measured on fresh units (its row of d_fresh) with the
-    looks `ratchet.core.gate.confirmation_looks(looks, units)` = (units, later looks) at its level, as
-    a trial of its own (the spending over those looks, futility at their interim looks).
+    """Confirmation: each accepted trial that used `units` units of the design `looks` is re-measured
+    on fresh units (its row of d_fresh) at its level, as a trial of its own, with the looks
+    `ratchet.core.gate.confirmation_looks(looks, units)` (one look at looks[-1]), or with
+    `before`, the rule before: (units, later looks), futility at their interim looks.
     Returns (promoted, confirmation units) per trial; both 0 where the trial was not accepted."""
     promoted = np.zeros(len(accepted), dtype=bool)
     used = np.zeros(len(accepted), dtype=np.int64)
     for n in np.unique(units[accepted]):
         rows = np.flatnonzero(accepted & (units == n))
-        conf = confirmation_looks(tuple(looks), int(n))
-        promoted[rows], used[rows] = sequential(LookPValues(d_fresh[rows], kind, False, conf), levels[rows])
+        conf = confirmation_looks_before(looks, int(n)) if before else confirmation_looks(tuple(looks), int(n))
+        conf_p = LookPValues(d_fresh[rows], kind, False, conf)
+        promoted[rows], used[rows] = sequential(conf_p, levels[rows], spending, guarded)
     return promoted, used
+
+
+def split(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(trial, confirmation) levels of attempts whose level is `levels` (multiplicity.attempt_levels)."""
+    return levels ** (1.0 - CONFIRM_SHARE), levels**CONFIRM_SHARE
+
+
+def fallback_campaigns(
+    looks: LookPValues, fresh: np.ndarray, kind: str, shape: tuple[int, int], multiplicity: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rule after issue 15, attempt by attempt (vectorised over campaigns): the level of attempt t
+    is multiplicity.attempt_level (online fallback: a promotion passes its level on), split between
+    trial and confirmation, linear spending. Rows of looks / fresh are (campaign, attempt) flattened.
+    Returns (promoted, job-units) per row."""
+    campaigns, attempts = shape
+    promoted = np.zeros(campaigns * attempts, dtype=bool)
+    job_units = np.zeros(campaigns * attempts, dtype=np.int64)
+    carried = np.zeros(campaigns)
+    for t in range(attempts):
+        rows = np.arange(campaigns) * attempts + t
+        if multiplicity == "trial":
+            level = np.full(campaigns, ALPHA)
+        else:
+            level = ALPHA * campaign_weight(t + 1, attempts) + carried
+        trial, conf = split(level)
+        sub = LookPValues.__new__(LookPValues)
+        sub.d, sub.kind, sub.fixed, sub.looks = looks.d[rows], looks.kind, False, looks.looks
+        sub.p, sub.est, sub.guard = looks.p[rows], looks.est[rows], looks.guard[rows]
+        guarded = GUARDED and kind == "continuous"  # binary scores keep their exact tests, no guard
+        accepted, units = sequential(sub, trial, "linear", guarded)
+        conf_levels = np.where(accepted, conf, 1.0)
+        prom, conf_units = confirm(fresh[rows], accepted, units, conf_levels, kind, LOOKS, "linear", guarded)
+        promoted[rows], job_units[rows] = prom, 2 * (units + conf_units)
+        carried = np.where(prom, level, 0.0)
+    return promoted, job_units
 
 
 def campaign_levels(multiplicity: str, attempts: int) -> np.ndarray:
@@ -200,10 +266,20 @@ def noise(rng: np.random.Generator, shape: tuple[int, ...], distribution: str) -
     return NOISE_SCALE * rng.standard_t(2, shape)
 
 
+LOPSIDED = {"left-5%": (0.05, 1.0), "left-10%": (0.10, 1.0), "right-5%": (0.05, -1.0), "right-10%": (0.10, -1.0)}
+"""Lopsided nulls (issue 14): d = s * (+1 w.p. 1 - q, -(1 - q)/q w.p. q) + noise, mean 0; s = +1 wins a
+little on most units and loses a lot on a few (left-skewed), s = -1 the mirror (right-skewed)."""
+LOPSIDED_NOISE_CAP = 4.0  # the N(0, 1) noise of a lopsided null is truncated to +-4 SD (a bounded metric)
+
+
 def paired_d(rng: np.random.Generator, effect: np.ndarray, n: int, distribution: str) -> np.ndarray:
     """Paired differences on n fresh seeds per trial: effect + e_candidate - e_champion (the seed
-    effect cancels). effect: (trials,) true gain of each candidate over its champion."""
+    effect cancels), or effect + a lopsided null (LOPSIDED). effect: (trials,) true mean gain."""
     shape = (len(effect), n)
+    if distribution in LOPSIDED:
+        q, sign = LOPSIDED[distribution]
+        base = np.where(rng.random(shape) < q, -(1 - q) / q, 1.0) * sign
+        return effect[:, None] + base + np.clip(rng.normal(0.0, 1.0, shape), -LOPSIDED_NOISE_CAP, LOPSIDED_NOISE_CAP)
     return effect[:, None] + noise(rng, shape, distribution) - noise(rng, shape, distribution)
 
 
@@ -266,9 +342,22 @@ def ratchet_campaigns(
     out = {}
     for multiplicity in ("campaign", "trial"):
         levels = np.tile(campaign_levels(multiplicity, attempts), campaigns)
-        accepted, units = sequential(looks, levels)
-        promoted, confirm_units = confirm(fresh, accepted, units, levels, kind)
+        accepted, units = sequential(looks, levels, "pocock")
+        promoted, confirm_units = confirm(fresh, accepted, units, levels, kind, LOOKS, "pocock", before=True)
         job_units = 2 * (units + confirm_units)
+        out[f"ratchet-{multiplicity}-before"] = _paired_outcome(
+            rng,
+            promoted,
+            flat,
+            fresh,
+            units,
+            job_units,
+            (campaigns, attempts),
+            distribution,
+            probs,
+            holdout=True,
+        )
+        promoted, job_units = fallback_campaigns(looks, fresh, kind, (campaigns, attempts), multiplicity)
         out[f"ratchet-{multiplicity}"] = _paired_outcome(
             rng,
             promoted,

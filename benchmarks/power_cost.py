@@ -2,11 +2,11 @@
 
 For candidates whose true gain is 0, 0.25, 0.5 and 1 SD of the paired difference d (Gaussian
 noise; d = candidate - champion on one seed has SD 1), at the level trial 1 of a 20-attempt
-campaign gets under `campaign` and at 0.05. Both designs run the confirmation the kernel runs: an
-accepted trial that used n units is re-measured on fresh units with the looks
-gate.confirmation_looks(design looks, n) at the same level (fixed-n: one look at 40; looks: n, then
-the later looks, sequentially) and promoted only if that accepts. The two designs judge the same
-simulated scores (and the same fresh units).
+campaign gets under `campaign` and at 0.05. Three designs judge the same simulated scores (and the
+same fresh units), each followed by a confirmation on fresh units: fixed-n (one look at 40, then a
+confirmation of 40 at the same level), before (looks 10/20/40, Pocock spending, confirmation with
+the looks (n, later looks) at the same level) and after (the attempt's level split between trial
+and confirmation, linear spending, the guarded sign-flip, confirmation in one look of 40).
 
     python benchmarks/power_cost.py [--quick]
 """
@@ -44,10 +44,14 @@ def simulate(
     out = {}
     for name, level in LEVELS.items():
         levels = np.full(trials, level)
-        acc, units = g.sequential(looks, levels)
-        prom, confirm_units = g.confirm(fresh, acc, units, levels, "continuous", g.LOOKS)
+        acc, units = g.sequential(looks, levels, "pocock")
+        prom, confirm_units = g.confirm(fresh, acc, units, levels, "continuous", g.LOOKS, "pocock", before=True)
         out[(name, "sequential")] = {"accepted": acc, "promoted": prom, "units": 2 * (units + confirm_units)}
-        acc = g.fixed_n(looks, levels)
+        trial, conf = g.split(levels)
+        acc, units = g.sequential(looks, trial, "linear", g.GUARDED)
+        prom, confirm_units = g.confirm(fresh, acc, units, conf, "continuous", g.LOOKS, "linear", g.GUARDED)
+        out[(name, "after")] = {"accepted": acc, "promoted": prom, "units": 2 * (units + confirm_units)}
+        acc = g.fixed_n(looks, levels, "pocock")
         units = np.full(trials, g.FIXED_N)
         prom, confirm_units = g.confirm(fresh, acc, units, levels, "continuous", (g.FIXED_N,))
         out[(name, "fixed-n")] = {"accepted": acc, "promoted": prom, "units": 2 * (units + confirm_units)}
@@ -77,7 +81,12 @@ def main() -> None:
             saving = 1 - seq["units"].mean() / fixed["units"].mean()
             gap = (seq["promoted"].mean() - fixed["promoted"].mean()) * 100
             gap_se = (seq["promoted"].astype(float) - fixed["promoted"]).std(ddof=1) / np.sqrt(trials) * 100
-            designs = (("fixed-n 40", fixed), ("looks 10/20/40 (the kernel)", seq))
+            after = out[(name, "after")]
+            designs = (
+                ("fixed-n 40", fixed),
+                ("before: looks 10/20/40, Pocock, confirmation at the same level", seq),
+                ("after: looks 10/20/40, linear, level split with the confirmation", after),
+            )
             for design, r in designs:
                 p, p_se = g.mean_se(r["promoted"] * 100.0)
                 a, _ = g.mean_se(r["accepted"] * 100.0)
@@ -89,7 +98,7 @@ def main() -> None:
                         f"{r['units'].mean() / fixed['units'].mean() - 1:+.0%}",
                         f"{diff.mean() * 100:+.1f} ± {diff.std(ddof=1) / np.sqrt(trials) * 100:.1f}",
                     ]
-                bold = r is seq
+                bold = r is after
                 rows.append(
                     [
                         f"{effect:g}",

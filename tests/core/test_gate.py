@@ -294,9 +294,32 @@ def test_margin_for() -> None:
         margin_for(0.0, 0.1, math.nan)
 
 
-def test_confirmation_uses_at_least_the_trials_units_then_the_later_looks():
+def test_confirmation_is_one_look_at_the_designs_last_look_whatever_the_trial_used():
     from ratchet.core.gate import confirmation_looks
 
-    assert confirmation_looks((10, 20, 40), 10) == (10, 20, 40)
-    assert confirmation_looks((10, 20, 40), 20) == (20, 40)
+    assert confirmation_looks((10, 20, 40), 10) == (40,)
     assert confirmation_looks((10, 20, 40), 40) == (40,)
+    with pytest.raises(ValueError):
+        confirmation_looks((10, 20, 40), 0)
+
+
+def test_guard_rejects_a_candidate_whose_unit_lost_far_more_than_the_others() -> None:
+    rng = np.random.default_rng(4)
+    champ = rng.normal(1.0, 0.01, 20)
+    cand = champ + 0.05 + rng.normal(0, 0.01, 20)
+    cand[7] = champ[7] - 0.5  # one unit diverged
+    guarded = decide(paired(champ, cand), settings(looks=(20,)))
+    plain = decide(paired(champ, cand), settings(looks=(20,), test="sign_flip"))
+    assert (guarded.verdict, guarded.reason, guarded.test) == ("rejected", "harmful_tail", "guarded_sign_flip")
+    assert plain.reason != "harmful_tail"
+    assert decide(gains(20, 0.05, 0.01), settings(looks=(20,))).verdict == "accepted"  # no outlier: no guard
+
+
+def test_gate_design_records_the_test_its_guarantee_and_constants() -> None:
+    from ratchet.core.gate import gate_design
+
+    design = gate_design("betting", (0.0, 1.0))
+    assert design["test"] == "betting" and design["metric_range"] == [0.0, 1.0]
+    assert design["guarantee"].startswith("P(accept) <=") and design["spending"] == "linear"
+    assert canonical_bytes(design)  # JSON-clean, for the ledger
+    assert gate_design("guarded_sign_flip", None)["tail_guard_scales"] == 6.0

@@ -172,7 +172,7 @@ Check = Annotated[
     Field(discriminator="type"),
 ]
 
-_BENCHMARK_KEYS: tuple[str, ...] = ("command", "metric")
+_BENCHMARK_KEYS: tuple[str, ...] = ("command", "metric", "metric_range")
 _EXAMPLES_KEYS: tuple[str, ...] = ("examples", "solution", "split", "checks")
 
 
@@ -191,6 +191,15 @@ class TargetSection(_Model):
     solution: str | None = None
     split: Annotated[list[float], Field(min_length=3, max_length=3)] = [0.6, 0.2, 0.2]
     checks: list[Check] = []
+    metric_range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    """[lo, hi]: every value the metric can take (benchmark); required by gate.test = "betting"."""
+
+    @field_validator("metric_range")
+    @classmethod
+    def _metric_range(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and not value[0] < value[1]:
+            raise ValueError(f"metric_range is [lo, hi] with lo < hi (got {list(value)})")
+        return value
 
     @field_validator("seed_env")
     @classmethod
@@ -221,7 +230,7 @@ class TargetSection(_Model):
             required, foreign = _BENCHMARK_KEYS, _EXAMPLES_KEYS
         else:
             required, foreign = ("examples", "solution"), _BENCHMARK_KEYS
-        missing = [k for k in required if getattr(self, k) is None]
+        missing = [k for k in required if k != "metric_range" and getattr(self, k) is None]
         if missing:
             raise ValueError(f"target.kind = {self.kind!r} requires {', '.join('target.' + k for k in missing)}")
         stray = [k for k in foreign if k in given]
@@ -420,6 +429,10 @@ class GateSection(_Model):
 
     alpha: Annotated[float, Field(gt=0, le=0.5)] = 0.05
     multiplicity: Literal["campaign", "trial"] = "campaign"
+    test: Literal["guarded_sign_flip", "sign_flip", "betting"] = "guarded_sign_flip"
+    """The test of a continuous metric (docs/gate.md): guarded_sign_flip (sign-flip plus the
+    harmful-tail guard), sign_flip (exact when d - margin is symmetric) or betting (valid for every
+    distribution within target.metric_range). Binary scores always use their exact tests."""
     min_effect: Annotated[float, Field(ge=0)] = 0.0
     min_effect_rel: Annotated[float, Field(ge=0)] = 0.0
     units: Annotated[list[Annotated[int, Field(gt=0)]], Field(min_length=1)] = [10, 20, 40]
@@ -528,6 +541,11 @@ class Contract(_Model):
 
     @model_validator(mode="after")
     def _cross_section(self) -> Contract:
+        if self.gate.test == "betting" and (self.target.kind != "benchmark" or self.target.metric_range is None):
+            raise ValueError(
+                "gate.test = 'betting' needs a benchmark target with target.metric_range = [lo, hi] "
+                "(examples targets are pass/fail and always use their exact tests)"
+            )
         if self.target.examples is not None:
             for a in self.scope.allowed:
                 if scope_covers(a, self.target.examples) or scope_covers(self.target.examples, a):

@@ -26,6 +26,7 @@ Reason = Literal[
     "significant_gain",
     "not_significant",
     "futility",
+    "harmful_tail",
     "candidate_failed",
     "champion_failed",
     "champion_retry",
@@ -41,6 +42,7 @@ REASONS: Mapping[str, str] = {
     "significant_gain": "accepted: p-value <= the look's threshold (H0: mean gain <= margin rejected)",
     "not_significant": "rejected: the last look was reached without a significant gain",
     "futility": "rejected early: at an interim look the mean gain was at or below the margin",
+    "harmful_tail": "rejected: a unit lost more than 6 robust SDs below the median difference (tail guard)",
     "candidate_failed": "rejected: a candidate measurement failed on a unit (crash, timeout, no metric, NaN)",
     "champion_failed": "inconclusive: the champion's measurement failed again on a unit after its retry",
     "champion_retry": "continue: champion measurements failed on units that are re-run once (retry_units)",
@@ -52,6 +54,13 @@ REASONS: Mapping[str, str] = {
     "budget": "inconclusive: the remaining budget cannot cover the trial's worst case",
     "next_look": "continue: this look was not decisive; measure the next look's units and judge again",
 }
+
+PValueKind = Literal["exact", "bound", "monte_carlo"]  # == stats.paired.PValueKind (kept import-light here)
+IntervalKind = Literal["descriptive_student_t", "descriptive_newcombe"]
+"""The two-sided interval shown next to an estimate: descriptive only (it is not the test inverted;
+the verdict's `bound` is): Student t for continuous scores, Newcombe's for binary ones."""
+GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]  # == stats.guarantee.GateTest
+Spending = Literal["linear", "pocock"]  # == stats.sequential.Spending
 
 REPORT_CONFIDENCE = 0.95  # intervals are for display: two-sided 95%, whatever the trial's level
 NO_LOOK = -1  # Decision.look when no look was evaluated (failures, decisions without jobs)
@@ -79,10 +88,14 @@ class GateSettings:
     """How a trial is judged.
 
     looks: cumulative units at each look (gate.units); level: the trial's level in [0, 1) from
-    stats.multiplicity.trial_level; margin: the minimum effect tested as the null, metric units,
-    >= 0 (margin_for); kind: binary (pass/fail scores) or continuous; direction: max or min;
-    seed: seeds the sign-flip Monte Carlo beyond 20 units. Raises RatchetError `gate.bad_settings`
-    (or PlanError for bad looks) when built with invalid values.
+    stats.multiplicity.attempt_levels (`trial` for a trial, `confirm` for its confirmation);
+    margin: the minimum effect tested as the null, metric units, >= 0 (margin_for); kind: binary
+    (pass/fail scores) or continuous; direction: max or min;
+    seed: seeds the sign-flip Monte Carlo beyond 20 units; test: gate.test for continuous scores
+    (`guarded_sign_flip`, `sign_flip` or `betting`; binary scores always use their exact tests);
+    metric_range: (lo, hi) of one score, target.metric_range, required by `betting` (scores outside
+    it raise `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential).
+    Raises RatchetError `gate.bad_settings` (or PlanError for bad looks) when built with invalid values.
     """
 
     looks: tuple[int, ...]
@@ -91,6 +104,9 @@ class GateSettings:
     kind: Literal["binary", "continuous"]
     direction: Literal["max", "min"]
     seed: int
+    test: GateTest = "guarded_sign_flip"
+    metric_range: tuple[float, float] | None = None
+    spending: Spending = "linear"
 
     def __post_init__(self) -> None:
         from ratchet.core.stats.sequential import validate_looks
@@ -109,8 +125,32 @@ class GateSettings:
             problems.append(f"direction must be 'max' or 'min', got {self.direction!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             problems.append(f"seed must be an integer, got {self.seed!r}")
+        problems += _test_problems(self.test, self.metric_range, self.kind, self.spending)
+        if self.metric_range is not None and not problems:
+            object.__setattr__(self, "metric_range", (float(self.metric_range[0]), float(self.metric_range[1])))
         if problems:
             raise RatchetError("gate.bad_settings", "; ".join(problems))
+
+
+def _test_problems(test: object, metric_range: object, kind: str, spending: object) -> list[str]:
+    """What is wrong with a gate's test, metric range and spending (empty when valid)."""
+    problems = []
+    if test not in ("guarded_sign_flip", "sign_flip", "betting"):
+        problems.append(f"test must be 'guarded_sign_flip', 'sign_flip' or 'betting', got {test!r}")
+    if metric_range is not None:
+        ok = (
+            isinstance(metric_range, tuple | list)
+            and len(metric_range) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in metric_range)
+            and metric_range[0] < metric_range[1]
+        )
+        if not ok:
+            problems.append(f"metric_range must be (lo, hi) with finite lo < hi, got {metric_range!r}")
+    elif test == "betting" and kind == "continuous":
+        problems.append("test 'betting' needs metric_range (target.metric_range = [lo, hi])")
+    if spending not in ("linear", "pocock"):
+        problems.append(f"spending must be 'linear' or 'pocock', got {spending!r}")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -122,7 +162,12 @@ class Decision:
     interval for it (display only; None when unbounded or not computed); p_value: the one-sided
     p-value at that look; threshold: the look's p-value threshold; units: units judged;
     look: 0-based look index, NO_LOOK (-1) when none was evaluated; level: the trial's level;
-    retry_units: champion-side units to re-run, non-empty only with reason `champion_retry`.
+    retry_units: champion-side units to re-run, non-empty only with reason `champion_retry`;
+    p_value_kind: how p_value was computed (exact, bound, monte_carlo); bound: the one-sided lower
+    bound of the mean gain (direction-normalised, metric units) from the same test inverted at the
+    deciding look's threshold: accepted iff bound >= margin (None when the test bounds nothing, or
+    no look was judged); interval_kind: what `interval` is (descriptive, not the test); test: the
+    test that judged (`guarded_sign_flip`, `sign_flip`, `betting`, or `binary`).
     """
 
     verdict: Verdict
@@ -136,6 +181,10 @@ class Decision:
     level: float
     retry_units: tuple[int, ...] = ()
     threshold: float | None = None
+    p_value_kind: PValueKind | None = None
+    bound: float | None = None
+    interval_kind: IntervalKind | None = None
+    test: str | None = None
 
     @classmethod
     def without_jobs(cls, reason: Reason, text: str, level: float) -> Decision:
@@ -158,21 +207,49 @@ class Decision:
             "look": self.look,
             "level": self.level,
             "retry_units": list(self.retry_units),
+            "p_value_kind": self.p_value_kind,
+            "bound": self.bound,
+            "interval_kind": self.interval_kind,
+            "test": self.test,
         }
 
 
 def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
-    """The looks of a confirmation on fresh units: at least as many units as the trial used
-    (`units_used`, one of `looks`), continuing through the later looks only if needed.
+    """The looks of a confirmation on fresh units: one look at the design's last look, looks[-1],
+    whatever the trial used (`units_used` >= 1, kept for the call's shape).
 
-    A confirmation fixed at the trial's own count loses power when the trial stopped early on few
-    units (simulated: 83% instead of 99.8% at 1 SD after a 10-unit acceptance); continuing with the
-    trial's own schedule keeps the level and the early stop. Raises ValueError for units_used < 1.
+    Fresh units give a rare large loss its chance to show: a failure of frequency q hides from 40
+    units with chance 0.95**40 = 0.13 at q = 0.05, from 10 with 0.60. Simulated (docs/gate.md): with
+    the harmful-tail guard, a run of 20 lopsided nulls with q = 0.10 promotes 9% instead of 69% with
+    the trial's own schedule, for +4% job-units in the mixed campaign. Raises ValueError for units_used < 1.
     """
     if units_used < 1:
         raise ValueError(f"units_used must be >= 1, got {units_used}")
-    later = tuple(n for n in looks if n > units_used)
-    return (units_used, *later)
+    return (tuple(looks)[-1],)
+
+
+def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: Spending = "linear") -> dict:
+    """Everything a verdict depends on beyond the contract's numbers, for `run.started` (so a verdict
+    can be re-derived later): the test and its guarantee sentence, the range, the spending, the
+    confirmation's share and looks rule, the multiplicity rule, and the tests' constants."""
+    from ratchet.core.stats import betting, multiplicity, paired, tail_guard
+    from ratchet.core.stats.guarantee import guarantee
+    from ratchet.core.stats.sequential import SPENDING_NAMES
+
+    return {
+        "test": test,
+        "guarantee": guarantee(test),
+        "metric_range": None if metric_range is None else [float(v) for v in metric_range],
+        "spending": spending,
+        "spending_name": SPENDING_NAMES[spending],
+        "confirm_share": multiplicity.CONFIRM_SHARE,
+        "confirmation_looks": "one look at gate.units[-1] fresh units",
+        "multiplicity_rule": "online fallback over harmonic weights (Tian & Ramdas 2021)",
+        "tail_guard_scales": tail_guard.TAIL_GUARD_SCALES if test == "guarded_sign_flip" else None,
+        "exact_max_units": paired.EXACT_MAX_UNITS,
+        "mc_flips": [paired.MC_FLIPS, paired.MC_RESOLUTION, paired.MC_MAX_FLIPS],
+        "bet_cap": betting.BET_CAP if test == "betting" else None,
+    }
 
 
 def margin_for(min_effect: float, min_effect_rel: float, champion_mean: float) -> float:
@@ -308,24 +385,51 @@ def _differences(prefix: list[UnitScore], settings: GateSettings):
     return d, np.asarray(cand), np.asarray(champ)
 
 
-def _look_p_value(d, settings: GateSettings) -> float:
-    from ratchet.core.stats.paired import binary_margin_test, sign_flip_test
+def look_test(settings: GateSettings):
+    """The paired test `decide` runs at every look for these settings (stats.look_test.LookTest)."""
+    from ratchet.core.stats.look_test import LookTest
 
-    if settings.kind == "binary":
-        b, c = int((d > 0).sum()), int((d < 0).sum())
-        return float(binary_margin_test(b, c, len(d), settings.margin))
-    return float(sign_flip_test(d, settings.margin, settings.seed))
+    return LookTest(
+        settings.kind, settings.test, max(settings.level, 1e-300), settings.looks[-1], settings.seed,
+        settings.metric_range,
+    )
 
 
-def _interval(d, cand, champ, kind: str) -> tuple[float, float] | None:
+def look_boundaries(settings: GateSettings, test=None):
+    """Every look's threshold for these settings (stats.sequential.boundaries; an anytime-valid
+    test gets the full level at every look)."""
+    from ratchet.core.stats.sequential import boundaries
+
+    test = test or look_test(settings)
+    min_p = test.min_p if test.uses_betting else None
+    return boundaries(settings.level, settings.looks, settings.kind, settings.margin, settings.spending, min_p)
+
+
+def _interval(d, cand, champ, kind: str) -> tuple[tuple[float, float] | None, IntervalKind]:
     from ratchet.core.stats.paired import mean_diff_interval, newcombe_interval
 
     if kind == "binary":
         n11, n00 = int(((cand == 1) & (champ == 1)).sum()), int(((cand == 0) & (champ == 0)).sum())
         low, high = newcombe_interval(n11, int((d > 0).sum()), int((d < 0).sum()), n00, REPORT_CONFIDENCE)
+        label: IntervalKind = "descriptive_newcombe"
     else:
         low, high = mean_diff_interval(d, REPORT_CONFIDENCE)
-    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
+        label = "descriptive_student_t"
+    return ((low, high) if math.isfinite(low) and math.isfinite(high) else None), label
+
+
+def _check_range(d_scores, settings: GateSettings) -> None:
+    """Scores outside the declared metric range void the betting test's guarantee: refuse them."""
+    if settings.metric_range is None or settings.kind != "continuous":
+        return
+    lo, hi = settings.metric_range
+    bad = [v for v in d_scores if not lo <= v <= hi]
+    if bad:
+        raise RatchetError(
+            "gate.bad_score",
+            f"score {bad[0]!r} lies outside target.metric_range [{lo:g}, {hi:g}]",
+            hint="widen target.metric_range to every value the metric can take",
+        )
 
 
 def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
@@ -335,50 +439,71 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     a champion failure after its retry -> inconclusive/champion_failed; a champion failure not yet
     retried -> continue/champion_retry with retry_units. Otherwise the looks reached by the leading
     complete units are walked in order (stats.sequential.walk_looks), which gives the same result as
-    judging after each look: p <= the look's threshold -> accepted/significant_gain; at an interim
-    look, mean gain <= margin -> rejected/futility; at the last look -> rejected/not_significant;
-    else continue. The p-value is exact McNemar / exact unconditional (binary) or the sign-flip test
-    (continuous) of H0: mean gain <= settings.margin.
+    judging after each look: the harmful-tail guard fires (guarded_sign_flip) -> rejected/harmful_tail;
+    p <= the look's threshold -> accepted/significant_gain; at an interim look, mean gain <= margin
+    -> rejected/futility; at the last look -> rejected/not_significant; else continue. The p-value
+    (labelled in p_value_kind) is exact McNemar / exact unconditional (binary), the sign-flip test or
+    the betting test (continuous, settings.test) of H0: mean gain <= settings.margin; `bound` inverts
+    the same test at the deciding look's threshold (stats.look_test.LookTest).
     Raises RatchetError `gate.too_few_units` (fewer complete units than looks[0]),
-    `gate.too_many_units`, `gate.duplicate_unit`, `gate.bad_score` (binary score not 0/1).
+    `gate.too_many_units`, `gate.duplicate_unit`, `gate.bad_score` (binary score not 0/1, or a
+    score outside settings.metric_range).
     """
     import numpy as np
 
-    from ratchet.core.stats.sequential import OUTCOMES, boundaries, walk_looks
+    from ratchet.core.stats.sequential import OUTCOMES, walk_looks
 
     failed = _failure_decision(scores, settings.level)
     if failed is not None:
         return failed
     prefix = _complete_prefix(scores, settings.looks)
+    _check_range([v for s in prefix for v in (s.champion, s.candidate)], settings)
     d, cand, champ = _differences(prefix, settings)
-    looks = settings.looks
+    looks, test = settings.looks, look_test(settings)
+    marks = look_boundaries(settings, test)
     seen = sum(1 for n in looks if n <= len(d))
-    p = [_look_p_value(d[: looks[k]], settings) for k in range(seen)]
+    p = [float(test.p_value(d[: looks[k]], settings.margin, marks[k].increment)) for k in range(seen)]
     est = [float(d[: looks[k]].mean()) for k in range(seen)]
-    marks = boundaries(settings.level, looks, settings.kind, settings.margin)
+    guard = [bool(test.guard(d[: looks[k]])) for k in range(seen)]
     look_arr, outcome_arr = walk_looks(
-        np.array([p]), np.array([est]), settings.margin, [m.increment for m in marks]
+        np.array([p]), np.array([est]), settings.margin, [m.increment for m in marks], np.array([guard])
     )
     k, outcome = int(look_arr[0]), OUTCOMES[int(outcome_arr[0])]
-    n = looks[k]
-    interval = _interval(d[:n], cand[:n], champ[:n], settings.kind)
-    verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], marks[k].increment, settings.margin)
+    n, threshold = looks[k], marks[k].increment
+    interval, interval_kind = _interval(d[:n], cand[:n], champ[:n], settings.kind)
+    label = test.label(n, settings.margin)
+    verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], threshold, settings.margin, label)
     return Decision(
-        verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), marks[k].increment
+        verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), threshold,
+        label, test.bound(d[:n], settings.margin, threshold, outcome == "accepted"), interval_kind,
+        "binary" if settings.kind == "binary" else settings.test,
     )
 
 
 def _look_text(
-    outcome: str, k: int, looks: tuple[int, ...], est: float, p: float, threshold: float, margin: float
+    outcome: str,
+    k: int,
+    looks: tuple[int, ...],
+    est: float,
+    p: float,
+    threshold: float,
+    margin: float,
+    label: str,
 ) -> tuple[Verdict, Reason, str]:
     """Verdict, reason and one human sentence for a look's outcome."""
     where = f"look {k + 1} of {len(looks)} ({looks[k]} units)"
-    test = f"p = {p:.3g} vs threshold {threshold:.3g}"
+    test = f"p = {p:.3g} ({label.replace('_', ' ')}) vs threshold {threshold:.3g}"
     if outcome == "accepted":
         return (
             "accepted",
             "significant_gain",
             f"Mean gain {est:+.4g} exceeds the margin {margin:g} significantly at {where}: {test}.",
+        )
+    if outcome == "harmful_tail":
+        return (
+            "rejected",
+            "harmful_tail",
+            f"A unit lost far more than the others at {where} (harmful-tail guard); mean gain {est:+.4g}.",
         )
     if outcome == "futility":
         return (

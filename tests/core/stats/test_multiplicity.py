@@ -62,3 +62,65 @@ def test_schedule_flags_a_trial_that_can_never_promote() -> None:
     rows = level_schedule(0.05, "campaign", 20, (5,), "binary")
     assert not any(r.reachable for r in rows)  # 0.5**5 = 0.031 > every granted level
     assert level_schedule(0.05, "trial", 3, (5,), "binary")[0].reachable
+
+
+def test_attempt_levels_split_the_level_as_a_product() -> None:
+    from ratchet.core.stats.multiplicity import attempt_level, attempt_levels
+
+    for t in (1, 7, 20):
+        history = ["not_promoted"] * (t - 1)
+        levels = attempt_levels(0.05, "campaign", t, 20, history)
+        assert levels.trial * levels.confirm == pytest.approx(attempt_level(0.05, "campaign", t, 20, history))
+        assert levels.trial > trial_level(0.05, "campaign", t, 20)  # each stage gets more than before
+    assert attempt_levels(0.05, "campaign", 1, 20, [], confirm=False) == (trial_level(0.05, "campaign", 1, 20), 1.0)
+    assert attempt_levels(0.05, "trial", 5, 20, ["promoted"] * 4).trial == pytest.approx(math.sqrt(0.05))
+
+
+def test_a_promotion_or_an_unspent_attempt_passes_its_level_on() -> None:
+    from ratchet.core.stats.multiplicity import attempt_level
+
+    w = [trial_level(0.05, "campaign", t, 20) for t in range(1, 21)]
+    assert attempt_level(0.05, "campaign", 2, 20, ["not_promoted"]) == pytest.approx(w[1])
+    assert attempt_level(0.05, "campaign", 2, 20, ["promoted"]) == pytest.approx(w[0] + w[1])
+    assert attempt_level(0.05, "campaign", 3, 20, ["unspent", "promoted"]) == pytest.approx(w[0] + w[1] + w[2])
+    assert attempt_level(0.05, "campaign", 3, 20, ["promoted", "not_promoted"]) == pytest.approx(w[2])
+    # Whatever the history, the levels of the attempts that can spend them sum to at most alpha.
+    assert attempt_level(0.05, "campaign", 20, 20, ["promoted"] * 19) == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("history", [["promoted"], ["maybe", "promoted"]])
+def test_bad_history_is_refused(history: list) -> None:
+    from ratchet.core.stats.multiplicity import attempt_level
+
+    with pytest.raises(RatchetError) as err:
+        attempt_level(0.05, "campaign", 3, 20, history)
+    assert err.value.code == "gate.bad_history"
+
+
+def test_fallback_keeps_any_false_promotion_within_alpha_under_adaptive_agents() -> None:
+    """A simulated adaptive campaign: after a promotion the agent switches to proposing nulls; each
+    stage accepts a null with probability exactly its level (the worst a valid test allows). Tolerance:
+    3 standard errors of the simulated rate over 4,000 campaigns."""
+    import numpy as np
+
+    from ratchet.core.stats.multiplicity import attempt_levels
+
+    rng = np.random.default_rng(2)
+    runs, attempts, alpha, false = 4_000, 20, 0.05, 0
+    for _ in range(runs):
+        history: list = []
+        real_left = 3  # the agent holds three real gains and tries them first
+        bad = False
+        for t in range(1, attempts + 1):
+            trial, confirm = attempt_levels(alpha, "campaign", t, attempts, history)
+            if real_left:
+                real_left -= 1
+                history.append("promoted")  # a real gain: always promoted (the worst case for passing on)
+            elif rng.random() < trial * confirm:
+                bad = True
+                break
+            else:
+                history.append("not_promoted")
+        false += bad
+    rate = false / runs
+    assert rate <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / runs), rate

@@ -23,8 +23,8 @@ from ratchet.core.stats.sequential import (
 )
 
 
-def test_spending_is_pocock_type_and_sums_to_level() -> None:
-    inc = spending(0.05, (10, 20, 40))
+def test_pocock_spending_is_the_rule_before_and_sums_to_level() -> None:
+    inc = spending(0.05, (10, 20, 40), "pocock")
     assert inc[0] == pytest.approx(0.05 * math.log(1 + (math.e - 1) * 0.25))
     assert inc[0] + inc[1] == pytest.approx(0.05 * math.log(1 + (math.e - 1) * 0.5))
     assert math.fsum(inc) <= 0.05 + 1e-18
@@ -32,9 +32,21 @@ def test_spending_is_pocock_type_and_sums_to_level() -> None:
     assert all(x > 0 for x in inc)
 
 
-def test_spending_front_loads_enough_to_stop_early() -> None:
-    # A quarter of the units gets about a third of the level (O'Brien-Fleming would give ~0).
-    assert spending(0.05, (10, 20, 40))[0] > 0.3 * 0.05
+def test_default_linear_spending_keeps_half_the_level_for_the_last_look() -> None:
+    inc = spending(0.05, (10, 20, 40))
+    assert inc == pytest.approx((0.0125, 0.0125, 0.025))
+    assert inc[-1] > spending(0.05, (10, 20, 40), "pocock")[-1]
+    assert math.fsum(inc) <= 0.05 + 1e-18
+
+
+def test_spending_still_lets_a_clear_gain_stop_at_the_first_look() -> None:
+    # A quarter of the units gets a quarter of the level (O'Brien-Fleming would give ~0).
+    assert spending(0.05, (10, 20, 40))[0] >= 0.25 * 0.05 - 1e-15
+
+
+def test_unknown_spending_is_refused() -> None:
+    with pytest.raises(ValueError, match="spending"):
+        spent(0.05, 0.5, "obf")  # type: ignore[arg-type]
 
 
 def test_single_look_spends_the_whole_level() -> None:

@@ -18,10 +18,9 @@ from functools import cache
 import numpy as np
 import pytest
 
-from ratchet.core.gate import GateSettings, UnitScore, decide
+from ratchet.core.gate import GateSettings, UnitScore, decide, look_boundaries, look_test
 from ratchet.core.stats.multiplicity import trial_level
-from ratchet.core.stats.paired import binary_margin_test, sign_flip_test
-from ratchet.core.stats.sequential import ACCEPTED, CONTINUE, OUTCOMES, boundaries, expected_units, walk_looks
+from ratchet.core.stats.sequential import ACCEPTED, CONTINUE, OUTCOMES, expected_units, walk_looks
 
 DISTRIBUTIONS = ("binary", "gaussian", "t2")
 N_TRIALS = 10_000
@@ -38,31 +37,37 @@ def allowed(level: float, n: int) -> float:
     return level + 3 * math.sqrt(level * (1 - level) / n)
 
 
-def look_p_value(champ: np.ndarray, cand: np.ndarray, kind: str, margin: float) -> np.ndarray:
-    """p-values of a batch of trials (rows) on the units given: the functions `decide` calls."""
-    d = cand - champ
-    if kind == "binary":
-        return np.asarray(binary_margin_test((d > 0).sum(1), (d < 0).sum(1), d.shape[1], margin))
-    return np.asarray(sign_flip_test(d, margin, SEED))
+def gate_settings(kind: str, looks: tuple, level: float, margin: float = 0.0) -> GateSettings:
+    return GateSettings(looks, level, margin, kind, "max", SEED)  # type: ignore[arg-type]
+
+
+def look_p_value(
+    champ: np.ndarray, cand: np.ndarray, kind: str, margin: float, threshold: float | None = None
+) -> np.ndarray:
+    """p-values of a batch of trials (rows) on the units given: the test object `decide` calls."""
+    test = look_test(gate_settings(kind, (cand.shape[1],), 0.05, margin))
+    return np.asarray(test.p_value(cand - champ, margin, threshold))
 
 
 def run_trials(champ, cand, kind, looks, level, margin=0.0, p_cache=None):
     """Sequential decisions for a batch of trials; p-values are computed only for trials still open
     at a look (walk_looks never reads a look after a trial stopped)."""
-    thresholds = [m.increment for m in boundaries(level, looks, kind, margin)]
+    settings = gate_settings(kind, looks, level, margin)
+    thresholds = [m.increment for m in look_boundaries(settings)]
     d = cand - champ
     p = np.ones((d.shape[0], len(looks)))
     est = np.stack([d[:, :n].mean(1) for n in looks], axis=1)
+    guard = np.stack([look_test(settings).guard(d[:, :n]) for n in looks], axis=1)  # the harmful-tail guard
     open_ = np.ones(d.shape[0], dtype=bool)
     for k, n in enumerate(looks):
         if p_cache is not None:
             p[:, k] = p_cache(n)
         else:
             rows = np.flatnonzero(open_)
-            p[rows, k] = look_p_value(champ[rows, :n], cand[rows, :n], kind, margin)
-        _, outcome = walk_looks(p[:, : k + 1], est[:, : k + 1], margin, thresholds)
+            p[rows, k] = look_p_value(champ[rows, :n], cand[rows, :n], kind, margin, thresholds[k] or None)
+        _, outcome = walk_looks(p[:, : k + 1], est[:, : k + 1], margin, thresholds, guard[:, : k + 1])
         open_ = outcome == CONTINUE
-    return walk_looks(p, est, margin, thresholds)
+    return walk_looks(p, est, margin, thresholds, guard)
 
 
 def scores(distribution: str, n_trials: int, effect: float = 0.0, seed: int = SEED):
@@ -106,10 +111,12 @@ def test_decide_agrees_with_batched_path(distribution: str) -> None:
     level = 0.05  # a high level, so the subset holds accepted, futile and not-significant trials
     look, outcome = run_trials(champ, cand, kind, SEQUENTIAL, level, p_cache=p.__getitem__)
     settings = GateSettings(SEQUENTIAL, level, 0.0, kind, "max", SEED)
+    reasons_seen: set[str] = set()
     for i in range(150):
         unit_scores = [UnitScore(u, float(champ[i, u]), float(cand[i, u])) for u in range(SEQUENTIAL[-1])]
         decision = decide(unit_scores, settings)
         expected = OUTCOMES[int(outcome[i])]
+        reasons_seen.add(decision.reason)  # printed with -s: which rules the subset exercised
         assert decision.look == int(look[i]), (
             f"trial {i}: decide stopped at look {decision.look}, batch at {look[i]}"
         )
@@ -190,3 +197,34 @@ def test_power_grows_with_effect() -> None:
     assert power[(1.0, "score")] > power[(0.5, "score")] > power[(0.0, "score")], (
         f"power not increasing: {power}"
     )
+
+
+@pytest.mark.parametrize("distribution", ["gaussian", "t2"])
+def test_aa_campaign_with_split_levels_and_confirmation_stays_within_alpha(distribution: str) -> None:
+    """The rule of issue 15 end to end: attempt t's level from attempt_levels (split between the
+    trial and a confirmation of gate.units[-1] fresh units), the guarded sign-flip, 20 attempts.
+    Under A/A nothing is promoted before the first false promotion, so every history is all
+    `not_promoted`. Tolerance: 3 standard errors of the simulated rate over 2,000 campaigns."""
+    from ratchet.core.gate import confirmation_looks
+    from ratchet.core.stats.multiplicity import attempt_levels
+
+    alpha, attempts, campaigns = 0.05, 20, 2_000
+    champ, cand = scores(distribution, attempts * campaigns, seed=SEED + 3)
+    fresh_champ, fresh_cand = scores(distribution, attempts * campaigns, seed=SEED + 4)
+    promoted = np.zeros((campaigns, attempts), dtype=bool)
+    for t in range(1, attempts + 1):
+        rows = slice((t - 1) * campaigns, t * campaigns)
+        trial, confirm = attempt_levels(alpha, "campaign", t, attempts, ["not_promoted"] * (t - 1))
+        _, outcome = run_trials(champ[rows], cand[rows], "continuous", SEQUENTIAL, trial)
+        accepted = np.flatnonzero(outcome == ACCEPTED)
+        conf = confirmation_looks(SEQUENTIAL, 10)
+        _, confirmed = run_trials(
+            fresh_champ[rows][accepted], fresh_cand[rows][accepted], "continuous", conf, confirm
+        )
+        promoted[accepted, t - 1] = confirmed == ACCEPTED
+    rate = float(np.mean(promoted.any(axis=1)))
+    print(f"A/A {distribution}, split levels + confirmation: P(run promotes anything) {rate:.4f}")
+    assert rate <= allowed(alpha, campaigns), (
+        f"P(any false promotion) {rate:.4f} > alpha {alpha} + 3 SE over {campaigns} campaigns"
+    )
+    assert rate > alpha / 10, f"rate {rate:.4f}: the level is wasted again (the rule before gave ~alpha^2)"

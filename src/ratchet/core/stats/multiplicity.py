@@ -1,29 +1,48 @@
-"""Multiplicity: the level each trial of a campaign is granted (`gate.multiplicity`).
+"""Multiplicity: the level each attempt of a campaign is granted, and its split between trial and
+confirmation (`gate.multiplicity`).
 
-- `campaign` (default): trial t of at most T = budget.max_attempts gets level alpha * w_t with
-  harmonic weights w_t = (1 / t) / H_T, H_T = 1 + 1/2 + ... + 1/T. The weights are positive,
-  non-increasing (front-loaded: early trials, when gains are easiest to find, get the most) and
-  sum to exactly 1 over T trials, so by the union bound (Bonferroni) the probability that a run
-  with no real improvement promotes anything is at most alpha, whatever the dependence between
-  trials (the same champion, agents that learn from earlier verdicts). Harmonic rather than
-  geometric weights: a geometric sequence makes late trials' levels vanish exponentially and
-  unreachable with a few units; 1/t only decays like 1/(t ln T). Trials beyond T get level 0.
-- `trial`: every trial at alpha; false promotions then accumulate over a long run (the report
+- `campaign` (default): P(the run promotes any candidate whose true mean gain over the champion it
+  faced is at most the margin) <= alpha, however the agents adapt, provided each trial's test is
+  valid for that candidate. Attempt t of at most T = budget.max_attempts starts from the harmonic
+  weight alpha * w_t, w_t = (1 / t) / H_T (H_T = 1 + 1/2 + ... + 1/T; positive, front-loaded, summing
+  to 1 over T attempts; 1/t decays like 1/(t ln T), not exponentially, so late trials stay
+  reachable), and passes its level on (online fallback, Tian & Ramdas 2021, Stat Methods Med Res
+  30:2157, after Wiens 2003): alpha_t = alpha * w_t + alpha_{t-1} when attempt t-1 promoted (or
+  spent nothing: it was decided without jobs), else alpha * w_t. Valid under adaptivity: the levels
+  depend only on the past, each trial's p-value is valid conditionally on the past, and on every
+  path each weight w_j feeds the level of at most one attempt whose candidate is not better, so
+  P(any false promotion) <= sum_j alpha * w_j <= alpha. Procedures that need independent p-values
+  across attempts are not used: agents learn from earlier verdicts.
+- `trial`: every attempt at alpha; false promotions then accumulate over a long run (the report
   says so).
+
+Split. A promotion needs the trial and, when `gate.confirm` is on, a confirmation on fresh units
+(independent of the trial's units given the candidate): P(promote a null) <= trial level x
+confirmation level. So an attempt's level a is split as a product, trial = a ** (1 - CONFIRM_SHARE),
+confirmation = a ** CONFIRM_SHARE, instead of running both at a (a run's error was then near a^2,
+level wasted). Without confirmation the trial gets all of a.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.stats.paired import Kind
 from ratchet.core.stats.sequential import boundaries
 
 Multiplicity = Literal["campaign", "trial"]
+LevelOutcome = Literal["promoted", "not_promoted", "unspent"]
+"""What a past attempt did with its level (the `history` of `attempt_levels`):
+- promoted: its candidate was promoted (its level passes on to the next attempt);
+- not_promoted: its trial or confirmation ran and did not promote (its level is spent);
+- unspent: decided without jobs (no_change, duplicate, scope_violation, invalid_candidate, budget,
+  or a give-up): no test ran, so its level passes on."""
+LEVEL_OUTCOMES: tuple[LevelOutcome, ...] = ("promoted", "not_promoted", "unspent")
+CONFIRM_SHARE = 0.5  # the confirmation's share of an attempt's level, as an exponent: confirm = level ** 0.5
 
 
 def _check(alpha: float, multiplicity: str, max_attempts: int) -> None:
@@ -69,12 +88,68 @@ def trial_level(alpha: float, multiplicity: Multiplicity, trial_index: int, max_
     return alpha * campaign_weight(trial_index, max_attempts)
 
 
+class AttemptLevels(NamedTuple):
+    """The levels of one attempt: `trial` (its looks) and `confirm` (the confirmation's looks; 1.0
+    when there is none). trial * confirm == the attempt's level."""
+
+    trial: float
+    confirm: float
+
+
+def attempt_level(
+    alpha: float, policy: Multiplicity, attempt: int, max_attempts: int, history: Sequence[LevelOutcome]
+) -> float:
+    """The level of attempt `attempt` (1-based): P(it promotes a candidate no better than the margin).
+
+    campaign: online fallback over harmonic weights (module docstring); trial: alpha. history: the
+    outcomes of attempts 1..attempt-1, in order (len(history) == attempt - 1). Raises RatchetError
+    like `trial_level`, and `gate.bad_history` on a history of the wrong length or values.
+    """
+    base = trial_level(alpha, policy, attempt, max_attempts)
+    if len(history) != attempt - 1 or any(h not in LEVEL_OUTCOMES for h in history):
+        raise RatchetError(
+            "gate.bad_history",
+            f"history must hold the {attempt - 1} earlier attempts' outcomes, one of {list(LEVEL_OUTCOMES)}; "
+            f"got {list(history)!r}",
+            hint="pass the outcome of every earlier attempt of the run, in order",
+        )
+    if policy == "trial":
+        return base
+    level = 0.0
+    for t in range(1, attempt + 1):
+        carried = level if t > 1 and history[t - 2] != "not_promoted" else 0.0
+        level = alpha * campaign_weight(t, max_attempts) + carried
+    return level
+
+
+def attempt_levels(
+    alpha: float,
+    policy: Multiplicity,
+    attempt: int,
+    max_attempts: int,
+    history: Sequence[LevelOutcome],
+    confirm: bool = True,
+) -> AttemptLevels:
+    """The trial's and the confirmation's levels of attempt `attempt` (1-based).
+
+    a = attempt_level(alpha, policy, attempt, max_attempts, history); with confirm: (a ** (1 -
+    CONFIRM_SHARE), a ** CONFIRM_SHARE), independent stages on fresh units, so P(promote a null)
+    <= a; without: (a, 1.0). The campaign calls it once per attempt, before the trial, with the
+    outcomes of all earlier attempts. Raises like `attempt_level`.
+    """
+    level = attempt_level(alpha, policy, attempt, max_attempts, history)
+    if not confirm or level == 0.0:
+        return AttemptLevels(level, 1.0 if not confirm else 0.0)
+    return AttemptLevels(level ** (1.0 - CONFIRM_SHARE), level**CONFIRM_SHARE)
+
+
 @dataclass(frozen=True)
 class LevelRow:
     """One trial's row of the level schedule `ratchet check` prints.
 
-    trial: 1-based index; level: the trial's level; increments: per-look p-value thresholds after
-    carrying unreachable ones forward (sequential.boundaries); min_p_first / min_p_last: the
+    trial: 1-based index; level: the trial's level (its share when confirmed; `confirm_level` the
+    confirmation's, 1.0 without one), before any promotion passes level on; increments: per-look
+    thresholds after carrying unreachable ones forward (sequential.boundaries); min_p_first / min_p_last: the
     smallest p-value the exact test can produce at the first / last look; reachable_first: the
     first look can stop for efficacy; reachable: some look can accept at all (the last look's
     threshold is at least its smallest p-value). A False `reachable` means this trial can never
@@ -88,6 +163,7 @@ class LevelRow:
     min_p_last: float
     reachable_first: bool
     reachable: bool
+    confirm_level: float = 1.0
 
     def to_json(self) -> dict[str, object]:
         """Plain JSON object with the fields above (increments as a list)."""
@@ -103,17 +179,22 @@ def level_schedule(
     looks: Sequence[int],
     kind: Kind,
     margin: float = 0.0,
+    confirm: bool = False,
+    min_p: Callable[[int, float], float] | None = None,
 ) -> list[LevelRow]:
     """Rows for trials 1..max_attempts: level, look thresholds and whether the exact test reaches them.
 
-    margin matters only for binary scores (the unconditional test's floor rises with it).
+    Levels are those of `attempt_levels` when no attempt promotes (the smallest each attempt can
+    get). margin matters only for binary scores (the unconditional test's floor rises with it).
+    confirm: split each attempt's level with its confirmation (gate.confirm on a benchmark target).
+    min_p: an anytime-valid test's smallest p-value (sequential.boundaries).
     Raises like `trial_level` and PlanError on bad looks.
     """
     _check(alpha, multiplicity, max_attempts)
     rows = []
     for t in range(1, max_attempts + 1):
-        level = trial_level(alpha, multiplicity, t, max_attempts)
-        marks = boundaries(level, looks, kind, margin)
+        level, confirm_level = attempt_levels(alpha, multiplicity, t, max_attempts, ["not_promoted"] * (t - 1), confirm)
+        marks = boundaries(level, looks, kind, margin, min_p=min_p)
         rows.append(
             LevelRow(
                 trial=t,
@@ -123,6 +204,7 @@ def level_schedule(
                 min_p_last=marks[-1].min_p,
                 reachable_first=marks[0].reachable,
                 reachable=marks[-1].reachable,
+                confirm_level=confirm_level,
             )
         )
     return rows

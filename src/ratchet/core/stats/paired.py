@@ -20,9 +20,19 @@ import numpy as np
 from scipy import stats as _sps
 
 Kind = Literal["binary", "continuous"]
+PValueKind = Literal["exact", "bound", "monte_carlo"]
+"""How a p-value was computed (printed next to it):
+- exact: the test's null distribution enumerated in full (sign-flip up to EXACT_MAX_UNITS, McNemar);
+- bound: a conservative upper bound of the p-value (the unconditional margin test's sup over a
+  grid, the betting test's 1 / max wealth by Ville's inequality);
+- monte_carlo: (1 + count) / (B + 1) over B random sign flips, valid (never optimistic) but random."""
+P_VALUE_KINDS: tuple[PValueKind, ...] = ("exact", "bound", "monte_carlo")
 
 EXACT_MAX_UNITS = 20  # sign-flip: all 2**n flips are enumerated up to this many units
-MC_FLIPS = 20_000  # sign-flip: random flips drawn beyond EXACT_MAX_UNITS (Phipson & Smyth 2010)
+MC_FLIPS = 20_000  # sign-flip: the fewest random flips drawn beyond EXACT_MAX_UNITS (Phipson & Smyth 2010)
+MC_RESOLUTION = 20  # sign-flip: flips are drawn so the Monte Carlo floor 1/(B+1) is <= threshold / this
+MC_MAX_FLIPS = 2**22  # sign-flip: the most flips drawn (floor 2.4e-7, below the exact floor 0.5**20)
+_FLIP_CHUNK = 16_384  # flips per block in Monte Carlo counting (with _ROW_CHUNK rows: ~32 MB of sums)
 TIE_RTOL = 1e-9  # a flipped sum within this fraction of sum(|x|) of the observed one is a tie (counts as >=)
 MARGIN_GRID = 512  # binary margin test: intervals the nuisance parameter's range is cut into
 Z95 = 1.959963984540054  # standard normal 97.5% quantile: two-sided 95% intervals
@@ -131,28 +141,51 @@ def _count_exact(x: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     return counts
 
 
-def _count_random(x: np.ndarray, threshold: np.ndarray, rng_seed: int) -> np.ndarray:
-    """Per row of x: how many of MC_FLIPS random flips (same flips for every row) have sum >= threshold."""
+def mc_flips(threshold: float | None) -> int:
+    """Random sign flips B drawn beyond EXACT_MAX_UNITS for a look whose p-value threshold is `threshold`.
+
+    B = clip(ceil(MC_RESOLUTION / threshold), MC_FLIPS, MC_MAX_FLIPS), so the smallest Monte Carlo
+    p-value 1 / (B + 1) is at most threshold / MC_RESOLUTION (or 2.4e-7 at the cap, below the exact
+    floor 0.5**EXACT_MAX_UNITS): a threshold the test reaches with EXACT_MAX_UNITS units stays
+    reachable with more units. threshold None or >= MC_RESOLUTION / MC_FLIPS: MC_FLIPS.
+    Raises ValueError on a threshold that is not a finite number > 0.
+    """
+    if threshold is None:
+        return MC_FLIPS
+    if not (math.isfinite(threshold) and threshold > 0.0):
+        raise ValueError(f"threshold must be finite and > 0, got {threshold!r}")
+    return int(min(MC_MAX_FLIPS, max(MC_FLIPS, math.ceil(MC_RESOLUTION / threshold))))
+
+
+def _count_random(x: np.ndarray, threshold: np.ndarray, rng_seed: int, flips: int) -> np.ndarray:
+    """Per row of x: how many of `flips` random flips (the same for every row, drawn in blocks from
+    np.random.default_rng(rng_seed)) have sum >= threshold."""
     rng = np.random.default_rng(rng_seed)
-    signs = 1.0 - 2.0 * rng.integers(0, 2, size=(MC_FLIPS, x.shape[1]))
-    counts = np.empty(x.shape[0], dtype=np.int64)
-    for start in range(0, x.shape[0], _ROW_CHUNK):
-        rows = slice(start, start + _ROW_CHUNK)
-        sums = x[rows] @ signs.T
-        counts[rows] = np.count_nonzero(sums >= threshold[rows][:, None], axis=1)
+    counts = np.zeros(x.shape[0], dtype=np.int64)
+    for done in range(0, flips, _FLIP_CHUNK):
+        block = min(_FLIP_CHUNK, flips - done)
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(block, x.shape[1]))
+        for start in range(0, x.shape[0], _ROW_CHUNK):
+            rows = slice(start, start + _ROW_CHUNK)
+            sums = x[rows] @ signs.T
+            counts[rows] += np.count_nonzero(sums >= threshold[rows][:, None], axis=1)
     return counts
 
 
-def sign_flip_test(d: np.ndarray, margin: float, rng_seed: int) -> float | np.ndarray:
+def sign_flip_test(
+    d: np.ndarray, margin: float, rng_seed: int, threshold: float | None = None
+) -> float | np.ndarray:
     """One-sided sign-flip permutation p-value for H0: mean(d) <= margin.
 
     d: paired differences (direction-normalised, metric units), shape (n,) for one trial or
     (trials, n) for a batch; finite. Under H0 with d - margin symmetric about 0, every sign flip of
     x = d - margin is equally likely, and p = P(flipped sum >= observed sum).
     n <= EXACT_MAX_UNITS: exact, all 2**n flips enumerated, p = count / 2**n (the identity flip
-    included, so p >= 0.5**n). Larger n: MC_FLIPS flips from np.random.default_rng(rng_seed) (the
-    same for every row) and p = (1 + count) / (MC_FLIPS + 1), valid, never optimistic
-    (Phipson & Smyth 2010, SAGMB 9:39; Hemerik & Goeman 2018, JRSS-B 80:137).
+    included, so p >= 0.5**n). Larger n: B = mc_flips(threshold) flips from
+    np.random.default_rng(rng_seed) (the same for every row; `threshold` is the p-value threshold
+    the result will be compared with, so B is chosen from the level at stake) and
+    p = (1 + count) / (B + 1), valid, never optimistic (Phipson & Smyth 2010, SAGMB 9:39;
+    Hemerik & Goeman 2018, JRSS-B 80:137).
     Flipped sums within TIE_RTOL * sum(|x|) of the observed one count as >= (float ties).
     Returns a float for 1-D input, an array (trials,) for 2-D; 1.0 when n == 0. Deterministic for
     the same inputs. Raises ValueError on non-finite values or more than 2 dimensions.
@@ -169,21 +202,49 @@ def sign_flip_test(d: np.ndarray, margin: float, rng_seed: int) -> float | np.nd
     if n == 0:
         p = np.ones(x.shape[0])
     else:
-        threshold = x.sum(axis=1) - TIE_RTOL * np.abs(x).sum(axis=1)
+        observed = x.sum(axis=1) - TIE_RTOL * np.abs(x).sum(axis=1)
         if n <= EXACT_MAX_UNITS:
-            p = _count_exact(x, threshold) / float(2**n)
+            p = _count_exact(x, observed) / float(2**n)
         else:
-            p = (1.0 + _count_random(x, threshold, rng_seed)) / (MC_FLIPS + 1.0)
+            flips = mc_flips(threshold)
+            p = (1.0 + _count_random(x, observed, rng_seed, flips)) / (flips + 1.0)
     return float(p[0]) if single else p
 
 
-def min_p_value(kind: Kind, n: int, margin: float = 0.0) -> float:
-    """The smallest p-value the gate's test can produce with n units (n >= 0).
+def sign_flip_curve(d: np.ndarray, rng_seed: int, threshold: float | None = None):
+    """The sign-flip p-value of one trial as a function of the null mean m: m -> p(m), the same
+    p-values as sign_flip_test(d, m, rng_seed, threshold) up to float rounding, for inverting the test
+    (bounds.lower_bound). Beyond EXACT_MAX_UNITS the flips are drawn once and their sums kept
+    (2 floats per flip), so each m costs O(B) instead of O(B n). d: shape (n,), finite.
+    """
+    x = np.asarray(d, dtype=float).ravel()
+    n = x.size
+    if n <= EXACT_MAX_UNITS:
+        return lambda m: float(sign_flip_test(x, m, rng_seed, threshold))
+    flips = mc_flips(threshold)
+    rng = np.random.default_rng(rng_seed)
+    sums, counts = np.empty(flips), np.empty(flips)
+    for done in range(0, flips, _FLIP_CHUNK):
+        block = min(_FLIP_CHUNK, flips - done)
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(block, n))
+        sums[done : done + block], counts[done : done + block] = signs @ x, signs.sum(axis=1)
+
+    def p_of(m: float) -> float:
+        shifted = x - m
+        observed = shifted.sum() - TIE_RTOL * np.abs(shifted).sum()
+        return (1.0 + np.count_nonzero(sums - m * counts >= observed)) / (flips + 1.0)
+
+    return p_of
+
+
+def min_p_value(kind: Kind, n: int, margin: float = 0.0, threshold: float | None = None) -> float:
+    """The smallest p-value the gate's paired test can produce with n units (n >= 0).
 
     binary, margin 0 (McNemar): 0.5**n, reached when all n units favour the candidate; binary,
     margin m > 0: ((1 + m) / 2)**n, the unconditional test's value at n10 = n.
-    continuous: 0.5**n while the sign-flip test enumerates (n <= EXACT_MAX_UNITS), else
-    1 / (MC_FLIPS + 1), the Monte Carlo floor. A level below this cannot be reached.
+    continuous (sign-flip): 0.5**n while it enumerates (n <= EXACT_MAX_UNITS), else the Monte Carlo
+    floor 1 / (mc_flips(threshold) + 1) <= threshold / MC_RESOLUTION: a threshold reachable with
+    fewer units stays reachable with more. A threshold below this cannot be reached.
     Raises ValueError on an unknown kind or n < 0.
     """
     if n < 0:
@@ -191,8 +252,17 @@ def min_p_value(kind: Kind, n: int, margin: float = 0.0) -> float:
     if kind == "binary":
         return 0.5**n if margin == 0.0 else float(binary_margin_test(n, 0, n, margin))
     if kind == "continuous":
-        return 0.5**n if n <= EXACT_MAX_UNITS else 1.0 / (MC_FLIPS + 1.0)
+        return 0.5**n if n <= EXACT_MAX_UNITS else 1.0 / (mc_flips(threshold) + 1.0)
     raise ValueError(f"kind must be 'binary' or 'continuous', got {kind!r}")
+
+
+def p_value_kind(kind: Kind, n: int, margin: float = 0.0) -> PValueKind:
+    """The label of the paired test's p-value with n units: binary margin 0 (McNemar) and sign-flip
+    up to EXACT_MAX_UNITS are `exact`; the binary margin test is a `bound`; sign-flip beyond
+    EXACT_MAX_UNITS is `monte_carlo`."""
+    if kind == "binary":
+        return "exact" if margin == 0.0 else "bound"
+    return "exact" if n <= EXACT_MAX_UNITS else "monte_carlo"
 
 
 def wilson_interval(passes: int, n: int, z: float = Z95) -> tuple[float, float]:

@@ -1,0 +1,113 @@
+"""The paired test a trial runs at each look, whichever `gate.test` and score kind: one object the
+gate (`ratchet.core.gate.decide`) and the simulations (its batched twin) both call.
+
+- binary scores: exact McNemar (margin 0) or the exact unconditional margin test (`paired`);
+- continuous, `guarded_sign_flip` / `sign_flip`: the sign-flip permutation test (`paired.sign_flip_test`), exact up to
+  EXACT_MAX_UNITS units, Monte Carlo with flips chosen from the look's threshold beyond; the
+  guarded one adds the harmful-tail guard (`tail_guard`), which only rejects;
+- continuous, `betting`: the anytime-valid betting test of a bounded mean (`betting`).
+Each p-value carries its label (`PValueKind`), and `bound` inverts the same test at the same
+threshold (`bounds.lower_bound`), so the bound printed with a verdict agrees with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ratchet.core.stats.betting import betting_min_p, betting_test, difference_range
+from ratchet.core.stats.bounds import lower_bound
+from ratchet.core.stats.guarantee import GateTest
+from ratchet.core.stats.paired import (
+    Kind,
+    PValueKind,
+    binary_margin_test,
+    p_value_kind,
+    sign_flip_curve,
+    sign_flip_test,
+)
+from ratchet.core.stats.tail_guard import harmful_tail
+
+_ABOVE = 1e-9  # relative step past the largest difference, where no data can reject the null
+
+
+@dataclass(frozen=True)
+class LookTest:
+    """The test of H0: mean paired difference <= margin on the first n units of a trial.
+
+    kind: binary or continuous scores; test: gate.test (continuous only); level and horizon (the
+    last look's units): tune the betting test's bets; seed: seeds the sign-flip Monte Carlo;
+    metric_range: (lo, hi) of one score, required by `betting` (ValueError otherwise).
+    """
+
+    kind: Kind
+    test: GateTest
+    level: float
+    horizon: int
+    seed: int
+    metric_range: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.uses_betting and self.metric_range is None:
+            raise ValueError("the betting test needs the metric's range (target.metric_range)")
+
+    @property
+    def uses_betting(self) -> bool:
+        """True when the continuous betting test runs (anytime-valid: no spending across looks)."""
+        return self.kind == "continuous" and self.test == "betting"
+
+    @property
+    def d_range(self) -> tuple[float, float]:
+        """The range of one paired difference, (lo - hi, hi - lo); binary: (-1, 1)."""
+        if self.uses_betting:
+            return difference_range(self.metric_range)  # type: ignore[arg-type]
+        return (-1.0, 1.0)
+
+    def p_value(self, d: np.ndarray, margin: float, threshold: float | None) -> float | np.ndarray:
+        """p-values of H0: mean(d) <= margin for d of shape (n,) or (trials, n), direction-normalised
+        (binary: d in {-1, 0, 1}). threshold: the look's p-value threshold (sign-flip Monte Carlo
+        flips are chosen from it; None for an unreachable look). Shapes as the underlying tests."""
+        if self.kind == "binary":
+            x = np.atleast_2d(d)
+            p = binary_margin_test((x > 0).sum(1), (x < 0).sum(1), x.shape[1], margin)
+            return float(np.asarray(p).ravel()[0]) if np.ndim(d) == 1 else np.asarray(p, dtype=float)
+        if self.uses_betting:
+            return betting_test(d, margin, self.d_range, self.level, self.horizon)
+        return sign_flip_test(d, margin, self.seed, threshold if threshold else None)
+
+    def guard(self, d: np.ndarray) -> bool | np.ndarray:
+        """The harmful-tail guard on d (n,) or (trials, n): fires only for `guarded_sign_flip` on
+        continuous scores (tail_guard.harmful_tail); False (or all False) otherwise."""
+        if self.kind == "continuous" and self.test == "guarded_sign_flip":
+            return harmful_tail(d)
+        return False if np.ndim(d) == 1 else np.zeros(np.shape(d)[0], dtype=bool)
+
+    def label(self, n: int, margin: float) -> PValueKind:
+        """How the p-value on n units is computed: exact, bound or monte_carlo."""
+        return "bound" if self.uses_betting else p_value_kind(self.kind, n, margin)
+
+    def min_p(self, n: int, level: float) -> float:
+        """The betting test's smallest p-value on n units (for sequential.boundaries)."""
+        return betting_min_p(n, self.d_range, 0.0, level, self.horizon)
+
+    def bound(self, d: np.ndarray, margin: float, threshold: float, accepted: bool) -> float | None:
+        """The largest null mean this test rejects on d (n,) at `threshold`, given the verdict at the
+        margin (`accepted`): bound >= margin iff accepted. None when no mean in the searched range
+        is rejected (or threshold <= 0)."""
+        if threshold <= 0.0 or len(d) == 0:
+            return None
+        if self.kind == "binary":
+            low, high = 0.0, 1.0
+        elif self.uses_betting:
+            low, high = self.d_range
+            low = low + _ABOVE * (high - low)
+        else:
+            low, high = float(np.min(d)), float(np.max(d))
+            high += _ABOVE * max(1.0, abs(high), high - low)
+        low, high = min(low, margin), max(high, margin)
+        if self.kind == "continuous" and not self.uses_betting:
+            p_of = sign_flip_curve(d, self.seed, threshold)
+        else:
+            p_of = lambda m: float(self.p_value(d, m, threshold))  # noqa: E731
+        return lower_bound(p_of, threshold, margin, low, high, accepted)
