@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from helpers import ratchet
-from repo_fixture import CONTRACT
+from repo_fixture import CONTRACT, git
 
 from ratchet.commands.check import check_report
 from ratchet.commands.init import scaffold
@@ -23,6 +23,15 @@ def _project(root: Path, bench: str, allowed: str, files: dict[str, str], comman
     for rel, text in {"ratchet.toml": contract, "bench.py": bench, "params.toml": "x = 0.0\n", **files}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    return _committed(root)
+
+
+def _committed(root: Path) -> Path:
+    """`root` as a git repository with its files committed: `check` refuses what `run` refuses."""
+    if not (root / ".git").exists():
+        git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "baseline")
     return root
 
 
@@ -49,7 +58,7 @@ def test_imports_are_followed_through_protected_modules_and_packages(tmp_path: P
 
 def test_no_warning_for_the_safe_pattern_or_commands_it_cannot_read(tmp_path: Path):
     scaffold(tmp_path / "safe", "benchmark")
-    report = check_report(tmp_path / "safe")
+    report = check_report(_committed(tmp_path / "safe"))
     assert report["scope_imports"] == [] and not any("inside its own process" in w for w in report["warnings"])
     root = _project(tmp_path / "shell", "from model import predict\n", '["params.toml", "model.py"]',
                     {"model.py": MODEL_PY}, command="./run.sh && echo done")
@@ -66,7 +75,7 @@ def test_check_counts_examples_that_are_always_a_check_error(tmp_path: Path):
     rows[3] = json.dumps({"input": "number", "expected_output": 1.0})
     rows[7] = json.dumps({"input": "object", "expected_output": {"a": 1}})
     data.write_text("\n".join(rows) + "\n")
-    report = check_report(tmp_path / "e")
+    report = check_report(_committed(tmp_path / "e"))
     found = report["examples"]["check_errors"]
     assert found == [{"check": 0, "type": "exact_match", "count": 2, "lines": [4, 8],
                       "reason": found[0]["reason"]}]
@@ -80,7 +89,7 @@ def test_check_warns_about_json_text_held_in_strings_under_json_equality(tmp_pat
     contract.write_text(contract.read_text().replace('type = "exact_match"     #', 'type = "json_equality"   #'))
     data = tmp_path / "e" / "data" / "examples.jsonl"
     data.write_text(data.read_text() + json.dumps({"input": "list", "expected_output": "[1, 2]"}) + "\n")
-    report = check_report(tmp_path / "e")
+    report = check_report(_committed(tmp_path / "e"))
     assert report["examples"]["check_errors"] == []
     assert any("JSON strings holding JSON text (lines 201)" in w for w in report["warnings"]), report["warnings"]
 
@@ -92,7 +101,7 @@ def test_a_malformed_examples_file_is_exit_2_with_every_bad_line(tmp_path: Path)
            '{"input": "deep", "expected_output": ' + "[" * 50_000 + "]" * 50_000 + "}"]
     bad += [json.dumps({"input": f"dup{i}", "expected_output": "X", "id": "same"}) for i in range(40)]
     data.write_text(data.read_text() + "\n".join(bad) + "\n")
-    code, out, stderr = ratchet("check", str(tmp_path / "e"))
+    code, out, stderr = ratchet("check", str(_committed(tmp_path / "e")))
     assert code == 2 and "Traceback" not in stderr and "RecursionError" not in stderr
     assert out["error"]["code"] == "examples.malformed"
     message = out["error"]["message"]

@@ -126,13 +126,21 @@ def _agent_detail(contract: Contract) -> dict[str, Any]:
 
 
 def gate_summary(contract: Contract) -> dict[str, Any]:
-    """The gate's settings plus each trial's level and whether the exact test can reach it."""
+    """The gate's settings plus each trial's level and whether the exact test can reach it, the
+    guarantee of the test in use, and what the configured units cannot see: the chance that a
+    failure mode of frequency q shows on none of them, and the frequency they rule out at 95%."""
+    from ratchet.core.stats.guarantee import guarantee, ruled_out_frequency, unseen_chance
     from ratchet.core.stats.multiplicity import level_schedule
 
     gate = contract.gate
     kind: ScoreKind = "binary" if contract.target.kind == "examples" else "continuous"
+    confirm = gate.confirm and contract.target.kind == "benchmark"
     rows = [r.to_json() for r in level_schedule(
-        gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(gate.units), kind, gate.min_effect)]
+        gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(gate.units), kind, gate.min_effect,
+        confirm=confirm)]
+    n = gate.units[-1]
+    blind = {"units": n, "unseen_5pct": unseen_chance(0.05, n), "unseen_10pct": unseen_chance(0.10, n),
+             "ruled_out_95": ruled_out_frequency(n)}
     warnings = []
     unreachable = [r for r in rows if not r["reachable"]]
     if unreachable:
@@ -152,6 +160,8 @@ def gate_summary(contract: Contract) -> dict[str, Any]:
         **gate.model_dump(),
         "holdout_size": gate.holdout_size,
         "kind": kind,
+        "guarantee": guarantee("binary" if kind == "binary" else gate.test),
+        "unseen": blind,
         "levels": rows,
         "warnings": warnings,
     }

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ratchet.core.errors import RatchetError
+from ratchet.core.vocab import GateTest, PValueKind, Spending
 
 Verdict = Literal["accepted", "rejected", "inconclusive", "continue"]
 VERDICTS: Mapping[str, str] = {
@@ -55,12 +56,10 @@ REASONS: Mapping[str, str] = {
     "next_look": "continue: this look was not decisive; measure the next look's units and judge again",
 }
 
-PValueKind = Literal["exact", "bound", "monte_carlo"]  # == stats.paired.PValueKind (kept import-light here)
 IntervalKind = Literal["descriptive_student_t", "descriptive_newcombe"]
 """The two-sided interval shown next to an estimate: descriptive only (it is not the test inverted;
 the verdict's `bound` is): Student t for continuous scores, Newcombe's for binary ones."""
-GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]  # == stats.guarantee.GateTest
-Spending = Literal["linear", "pocock"]  # == stats.sequential.Spending
+
 
 REPORT_CONFIDENCE = 0.95  # intervals are for display: two-sided 95%, whatever the trial's level
 NO_LOOK = -1  # Decision.look when no look was evaluated (failures, decisions without jobs)
@@ -363,7 +362,7 @@ def _complete_prefix(scores: Sequence[UnitScore], looks: tuple[int, ...]) -> lis
     return prefix
 
 
-def _passes(values: list[float], direction: str) -> list[int]:
+def _passes(values: Sequence[float], direction: str) -> list[int]:
     if any(v not in (0, 1) for v in values):
         raise RatchetError(
             "gate.bad_score", "binary scores must be 0 or 1", hint="use kind 'continuous' for other metrics"
@@ -371,12 +370,13 @@ def _passes(values: list[float], direction: str) -> list[int]:
     return [int(v) if direction == "max" else 1 - int(v) for v in values]
 
 
-def _differences(prefix: list[UnitScore], settings: GateSettings):
+def _differences(prefix: list[UnitScore], settings: GateSettings) -> tuple[Any, Any, Any]:
     """Direction-normalised paired differences d (numpy, candidate better > 0) and, for binary, passes."""
     import numpy as np
 
-    champ = [float(s.champion) for s in prefix]  # type: ignore[arg-type]
-    cand = [float(s.candidate) for s in prefix]  # type: ignore[arg-type]
+    # The prefix holds only units measured on both sides (_complete_prefix): no None is left.
+    champ: Sequence[float] = [float(s.champion or 0.0) for s in prefix]
+    cand: Sequence[float] = [float(s.candidate or 0.0) for s in prefix]
     if settings.kind == "binary":
         champ, cand = _passes(champ, settings.direction), _passes(cand, settings.direction)
     d = np.asarray(cand, dtype=float) - np.asarray(champ, dtype=float)
@@ -385,7 +385,7 @@ def _differences(prefix: list[UnitScore], settings: GateSettings):
     return d, np.asarray(cand), np.asarray(champ)
 
 
-def look_test(settings: GateSettings):
+def look_test(settings: GateSettings) -> Any:
     """The paired test `decide` runs at every look for these settings (stats.look_test.LookTest)."""
     from ratchet.core.stats.look_test import LookTest
 
@@ -395,7 +395,7 @@ def look_test(settings: GateSettings):
     )
 
 
-def look_boundaries(settings: GateSettings, test=None):
+def look_boundaries(settings: GateSettings, test: Any = None) -> Any:
     """Every look's threshold for these settings (stats.sequential.boundaries; an anytime-valid
     test gets the full level at every look)."""
     from ratchet.core.stats.sequential import boundaries
@@ -405,7 +405,7 @@ def look_boundaries(settings: GateSettings, test=None):
     return boundaries(settings.level, settings.looks, settings.kind, settings.margin, settings.spending, min_p)
 
 
-def _interval(d, cand, champ, kind: str) -> tuple[tuple[float, float] | None, IntervalKind]:
+def _interval(d: Any, cand: Any, champ: Any, kind: str) -> tuple[tuple[float, float] | None, IntervalKind]:
     from ratchet.core.stats.paired import mean_diff_interval, newcombe_interval
 
     if kind == "binary":
@@ -418,7 +418,7 @@ def _interval(d, cand, champ, kind: str) -> tuple[tuple[float, float] | None, In
     return ((low, high) if math.isfinite(low) and math.isfinite(high) else None), label
 
 
-def _check_range(d_scores, settings: GateSettings) -> None:
+def _check_range(d_scores: Any, settings: GateSettings) -> None:
     """Scores outside the declared metric range void the betting test's guarantee: refuse them."""
     if settings.metric_range is None or settings.kind != "continuous":
         return

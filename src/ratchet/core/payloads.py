@@ -232,9 +232,10 @@ class TrialJudged(Payload):
     champion_lcb: float | None = None
     candidate_lcb: float | None = None
     splits: dict[str, Json] | None = None
-    p_kind: str | None = None
+    p_value_kind: str | None = None
     bound: float | None = None
     interval_kind: str | None = None
+    test: str | None = None
     signature: str | None = None
 
 

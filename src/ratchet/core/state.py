@@ -57,7 +57,8 @@ class Judgment:
 class AttemptState:
     """One attempt. Verdict fields come from its stage "trial" judgment (the last one recorded);
     `confirm` is its stage "confirm" judgment; `gave_up` the agent's reason when it gave up, and
-    `stops_campaign` whether that give-up ended the campaign (else only the attempt)."""
+    `stops_campaign` whether that give-up ended the campaign (else only the attempt); `promoted`
+    whether its candidate became the champion."""
 
     attempt: int
     tree: str | None = None
@@ -78,6 +79,7 @@ class AttemptState:
     confirm: Judgment | None = None
     gave_up: str | None = None
     stops_campaign: bool = False
+    promoted: bool = False
 
 
 @dataclass(frozen=True)
@@ -355,6 +357,7 @@ class _Folder:
         self.champion = Champion(
             d.get("commit"), d.get("tree"), d.get("estimate"), _interval(d.get("interval")), d.get("attempt")
         )
+        self.touch_attempt(d.get("attempt"), promoted=True)
         if d.get("mean") is not None:
             self.champion_mean, self.champion_bound = d.get("mean"), d.get("lcb")
         self.judged_since_promotion.clear()

@@ -87,6 +87,24 @@ MeasurementState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelle
 """A benchmark job's recorded state (`job.finished` data.state): its JobState, or, for a job that
 ended ok, no_metric / bad_metric when no usable metric was read."""
 
+PValueKind = Literal["exact", "bound", "monte_carlo"]
+"""How a p-value was computed (printed next to it):
+- exact: the test's null distribution enumerated in full (sign-flip up to EXACT_MAX_UNITS, McNemar);
+- bound: a conservative upper bound of the p-value (the unconditional margin test's sup over a
+  grid, the betting test's 1 / max wealth by Ville's inequality);
+- monte_carlo: (1 + count) / (B + 1) over B random sign flips, valid (never optimistic) but random."""
+
+Spending = Literal["linear", "pocock"]
+"""How a trial's level is spread over its looks: `linear` level * t (default), `pocock` the rule before."""
+
+GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]
+"""The test of a continuous metric (`gate.test`); binary scores always use exact McNemar / the exact
+unconditional margin test, valid for every distribution of paired pass/fail units.
+- guarded_sign_flip (default): the sign-flip test plus the harmful-tail guard (`tail_guard`);
+- sign_flip: the sign-flip permutation test of the mean paired difference alone (the rule before);
+- betting: a betting (e-process) test of a bounded mean; needs `target.metric_range`."""
+
+
 CLOSED_SETS: Mapping[str, Mapping[str, str]] = {
     "stage": STAGES, "job stage": JOB_STAGES, "variant": VARIANTS, "stop reason": STOP_REASONS,
     "run status": RUN_STATUSES, "job state": JOB_STATES, "metric state": METRIC_STATES,

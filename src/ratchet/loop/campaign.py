@@ -26,10 +26,10 @@ from ratchet.agents.base import (
 from ratchet.core.budget import exhausted, forecast, launch_refusal, limits, trial_worst_case
 from ratchet.core.errors import RatchetError
 from ratchet.core.events import LEDGER_FORMAT
-from ratchet.core.gate import Decision, margin_for_state
+from ratchet.core.gate import Decision, gate_design, margin_for_state
 from ratchet.core.plan import Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
-from ratchet.core.stats.multiplicity import trial_level
+from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
 from ratchet.ledger.rundir import champion_branch
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import MAX_LAUNCH_TIMEOUT_S, launch_from_json, refused_results, run_launch
@@ -252,16 +252,18 @@ class Campaign:
         state = self.k.state()
         planned = self.k.find("trial.planned", attempt=number, stage="trial")
         trial = planned.data["trial"] if planned else state.trials_run + 1
-        level = trial_level(self.contract.gate.alpha, self.contract.gate.multiplicity, trial,
-                            self.contract.budget.max_attempts)
+        gate = self.contract.gate
+        levels = attempt_levels(gate.alpha, gate.multiplicity, number, self.contract.budget.max_attempts,
+                                level_history(state, number), confirm=self.confirms)
         champion_tree = state.champion.tree or ""
         assert sub.tree is not None
-        outcome = self._measure("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"), level)
+        outcome = self._measure("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"),
+                                levels.trial)
         if outcome.decision.verdict != "accepted":
             return
         if self.confirms:
             confirm = self._measure("confirm", number, trial, champion_tree, sub.tree,
-                                    self.target.looks("confirm", outcome.decision.units), level)
+                                    self.target.looks("confirm", outcome.decision.units), levels.confirm)
             if confirm.decision.verdict != "accepted":
                 return
             outcome = confirm
@@ -358,6 +360,26 @@ class Campaign:
         preflight(self.k, self.target, self.ui)
 
 
+JUDGED_WITHOUT_JOBS = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
+"""Reasons a trial is decided before any job ran: its level was never spent."""
+
+
+def level_history(state: RunState, before: int) -> list[LevelOutcome]:
+    """What each attempt before `before` did with its level (stats.multiplicity.attempt_levels):
+    promoted; unspent when decided without jobs or given up; not_promoted otherwise."""
+    out: list[LevelOutcome] = []
+    for a in state.attempts:
+        if a.attempt >= before:
+            continue
+        if a.promoted:
+            out.append("promoted")
+        elif a.gave_up is not None or a.reason in JUDGED_WITHOUT_JOBS or not a.units:
+            out.append("unspent")
+        else:
+            out.append("not_promoted")
+    return out
+
+
 def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
                  progress: Progress | None = None) -> TrialOutcome:
     """Record `trial.planned` for `plan` with its `level` and `margin` (once: a resume finds it, and
@@ -368,7 +390,8 @@ def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: fl
         "attempt": plan.attempt, "trial": plan.trial, "stage": plan.stage, "plan_digest": plan.digest,
         "plan_blob": blob, "level": level, "margin": margin, "looks": list(plan.looks), "jobs": len(plan.jobs),
     }, "attempt", "stage")
-    margin = planned.data.get("margin", margin)  # as recorded when the trial was first planned
+    level = planned.data.get("level", level)  # as recorded when the stage was first planned
+    margin = planned.data.get("margin", margin)
     return run_plan(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
@@ -410,4 +433,5 @@ def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree:
         "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
         "limits": dict(limits(c)), "holdout_reserve": reserve,
+        "gate": gate_design(c.gate.test, c.target.metric_range),
     })

@@ -104,4 +104,5 @@ def _with_failure_detail(decision: Decision, plan: Plan, results: Mapping[str, U
 def settings_for(plan: Plan, target: Target, level: float, margin: float) -> GateSettings:
     """The gate's settings for `plan` on `target` at `level` with `margin`."""
     return GateSettings(looks=plan.looks, level=level, margin=margin, kind=target.score_kind,
-                        direction=target.direction, seed=plan.gate_seed)
+                        direction=target.direction, seed=plan.gate_seed, test=target.test,
+                        metric_range=target.metric_range)

@@ -109,6 +109,11 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         f"min_effect {g['min_effect']} / rel {g['min_effect_rel']}, confirm {g['confirm']}, "
         f"holdout {g['holdout_size']} units"
     )
+    out.print(f"           guarantee: {g['guarantee']}")
+    u = g["unseen"]
+    out.print(f"           what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
+              f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
+              f"frequencies above {u['ruled_out_95']:.3f} at 95%")
     table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)", "reachable")
     rows = g["levels"]
     shown = rows if len(rows) <= 6 else rows[:3] + rows[-3:]

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ratchet.compute.base import JobResult, JobSpec
 from ratchet.core.plan import Plan, PlannedJob
-from ratchet.core.vocab import Direction, ScoreKind, Stage
+from ratchet.core.vocab import Direction, GateTest, ScoreKind, Stage
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,12 @@ class Target(Jobs, Protocol):
     direction: Direction
     confirms: bool
     """Whether an accepted candidate is re-measured on fresh units before its promotion."""
+
+    test: GateTest
+    """gate.test for continuous scores (binary scores always use exact McNemar)."""
+
+    metric_range: tuple[float, float] | None
+    """target.metric_range: the range of one score, required by the betting test."""
 
     def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
         """Cumulative units per look for `stage` (a confirmation: after a trial decided on

@@ -16,7 +16,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
 from ratchet.core.gate import confirmation_looks
 from ratchet.core.plan import Plan, PlannedJob, Stage, compile_plan
-from ratchet.core.vocab import Direction, ScoreKind
+from ratchet.core.vocab import Direction, GateTest, ScoreKind
 from ratchet.targets.base import UnitResult
 from ratchet.targets.shell import ShellJobs
 
@@ -39,6 +39,8 @@ class BenchmarkTarget(ShellJobs):
         self.contract = contract
         self.direction: Direction = t.direction
         self.confirms = contract.gate.confirm
+        self.test: GateTest = contract.gate.test
+        self.metric_range = (t.metric_range[0], t.metric_range[1]) if t.metric_range else None
         self.salt = salt
 
     def settings_json(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.plan import Plan, PlannedJob, Stage, UnitDraw, compile_plan
 from ratchet.core.stats.paired import wilson_interval
-from ratchet.core.vocab import Direction, ScoreKind
+from ratchet.core.vocab import Direction, GateTest, ScoreKind
 from ratchet.targets import shard_runner
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.checks import ScriptRunner, parse_shard_lines
@@ -87,6 +87,8 @@ class ExamplesTarget:
     score_kind: ScoreKind = "binary"
     direction: Direction = "max"
     confirms = False
+    test: GateTest = "sign_flip"  # unused: pass/fail scores are judged by exact McNemar
+    metric_range: tuple[float, float] | None = None
 
     def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str, split: Split, project_root: Path, *,
                  shard_size: int = DEFAULT_SHARD_SIZE, slack_s: float = SHARD_SLACK_S,

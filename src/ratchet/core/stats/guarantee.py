@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal
 
-GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]
-"""The test of a continuous metric (`gate.test`); binary scores always use exact McNemar / the exact
-unconditional margin test, valid for every distribution of paired pass/fail units.
-- guarded_sign_flip (default): the sign-flip test plus the harmful-tail guard (`tail_guard`);
-- sign_flip: the sign-flip permutation test of the mean paired difference alone (the rule before);
-- betting: a betting (e-process) test of a bounded mean; needs `target.metric_range`."""
+from ratchet.core.vocab import GateTest
+
 GATE_TESTS: tuple[GateTest, ...] = ("guarded_sign_flip", "sign_flip", "betting")
 DEFAULT_TEST: GateTest = "guarded_sign_flip"
 

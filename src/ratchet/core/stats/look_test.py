@@ -18,7 +18,6 @@ import numpy as np
 
 from ratchet.core.stats.betting import betting_min_p, betting_test, difference_range
 from ratchet.core.stats.bounds import lower_bound
-from ratchet.core.stats.guarantee import GateTest
 from ratchet.core.stats.paired import (
     Kind,
     PValueKind,
@@ -28,6 +27,7 @@ from ratchet.core.stats.paired import (
     sign_flip_test,
 )
 from ratchet.core.stats.tail_guard import harmful_tail
+from ratchet.core.vocab import GateTest
 
 _ABOVE = 1e-9  # relative step past the largest difference, where no data can reject the null
 

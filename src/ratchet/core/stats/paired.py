@@ -14,18 +14,14 @@ conservative, never optimistic (DESIGN.md §6). The core tests accept a batch of
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as _sps
 
+from ratchet.core.vocab import PValueKind
+
 Kind = Literal["binary", "continuous"]
-PValueKind = Literal["exact", "bound", "monte_carlo"]
-"""How a p-value was computed (printed next to it):
-- exact: the test's null distribution enumerated in full (sign-flip up to EXACT_MAX_UNITS, McNemar);
-- bound: a conservative upper bound of the p-value (the unconditional margin test's sup over a
-  grid, the betting test's 1 / max wealth by Ville's inequality);
-- monte_carlo: (1 + count) / (B + 1) over B random sign flips, valid (never optimistic) but random."""
 P_VALUE_KINDS: tuple[PValueKind, ...] = ("exact", "bound", "monte_carlo")
 
 EXACT_MAX_UNITS = 20  # sign-flip: all 2**n flips are enumerated up to this many units
@@ -211,7 +207,7 @@ def sign_flip_test(
     return float(p[0]) if single else p
 
 
-def sign_flip_curve(d: np.ndarray, rng_seed: int, threshold: float | None = None):
+def sign_flip_curve(d: np.ndarray, rng_seed: int, threshold: float | None = None) -> Any:
     """The sign-flip p-value of one trial as a function of the null mean m: m -> p(m), the same
     p-values as sign_flip_test(d, m, rng_seed, threshold) up to float rounding, for inverting the test
     (bounds.lower_bound). Beyond EXACT_MAX_UNITS the flips are drawn once and their sums kept

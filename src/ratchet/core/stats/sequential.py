@@ -31,15 +31,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
 
 import numpy as np
 
 from ratchet.core.errors import PlanError
 from ratchet.core.stats.paired import Kind, min_p_value
+from ratchet.core.vocab import Spending
 
-Spending = Literal["linear", "pocock"]
-"""How a trial's level is spread over its looks: `linear` level * t (default), `pocock` the rule before."""
 SPENDING_NAMES: dict[str, str] = {
     "linear": "linear alpha spending, level * t (power family, rho = 1; Kim & DeMets 1987)",
     "pocock": "Pocock-type alpha spending, level * ln(1 + (e - 1) t) (Lan & DeMets 1983)",
