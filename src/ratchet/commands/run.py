@@ -75,7 +75,7 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI) -> dict[str
             extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
                                  "sizes": data.split.sizes(), "warnings": list(data.examples.warnings),
                                  "checks_version": CHECKS_VERSION}
-        start_record(kernel, salt, commit, tree, target.reserve_units(), **extra)
+        start_record(kernel, salt, commit, tree, target.reserve_units(), target.looks("trial"), **extra)
     else:
         kernel = resume_kernel(loaded, resume)
         try:

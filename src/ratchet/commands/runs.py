@@ -117,6 +117,8 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
         promotions=promotions,
         plots=[p.relative_to(run.root).as_posix() for p in plots],
         splits=holdout[-1].get("splits") if holdout else None,
+        warnings=next((list(e.data.get("warnings") or []) for e in events if e.kind == "run.started"), []),
+        val_trials=state.trials_run,
     )
     run.report.write_text(text, encoding="utf-8")
     return run.report

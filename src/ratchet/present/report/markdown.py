@@ -19,27 +19,35 @@ def render_report(
     promotions: Sequence[Mapping[str, Any]],
     plots: Sequence[str] = (),
     splits: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    val_trials: int = 0,
 ) -> str:
     """Markdown for one run. `status` is the `ratchet status` result; `gate` and `target` the
     contract's sections as dicts; `promotions` the champion.promoted data in order; `plots` paths
     relative to the report; `splits` (examples targets) the final champion's pass rates per split
-    as recorded with the holdout judgment."""
+    as recorded with the holdout judgment; `warnings` those recorded when the run started (trials
+    that can never accept, with the fix); `val_trials` (examples) the trials measured on val."""
     lines = [f"# Ratchet report: {campaign}", "", f"Run `{status['run_id']}` — state **{status['state']}**, "
              f"stop reason **{status['stop_reason'] or '-'}**"
              + (f" ({status['stop_budget']})" if status.get("stop_budget") else "") + ".", ""]
-    lines += _headline(status, gate, target)
+    if status.get("stop_detail"):
+        lines += [f"Why it stopped: {status['stop_detail']}.", ""]
+    if warnings:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+    lines += _headline(status, gate, target, val_trials)
     if splits:
         lines += _splits(splits)
     lines += _history(promotions)
     lines += _attempts(status["attempts"])
-    lines += _gate(gate, status, target)
+    lines += _gate(gate, status, target, val_trials)
     lines += _budget(status["budget"])
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     return "\n".join(lines) + "\n"
 
 
-def _headline(status: Mapping[str, Any], gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+def _headline(status: Mapping[str, Any], gate: Mapping[str, Any], target: Mapping[str, Any],
+              val_trials: int) -> list[str]:
     out = ["## Headline: the holdout", ""]
     h = status.get("holdout")
     metric = target.get("metric") or "pass rate"
@@ -54,6 +62,10 @@ def _headline(status: Mapping[str, Any], gate: Mapping[str, Any], target: Mappin
             f"The final champion against the original baseline on the **test split ({h['units']} examples, "
             f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}** "
             f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])}).",
+            "",
+            f"This is the run's only headline number: the test split was measured once, at the end. The "
+            f"{_val_trials_text(val_trials)} all reused the same val split while the agents learned from their "
+            "verdicts, so val pass rates and the promoted trials' estimates are biased upward.",
             "",
         ]
         return out
@@ -79,12 +91,26 @@ def _history(promotions: Sequence[Mapping[str, Any]]) -> list[str]:
     return out + [""]
 
 
+def _val_trials_text(n: int) -> str:
+    return f"{n} val trial{'' if n == 1 else 's'} (candidates measured on val)"
+
+
+REASON_CELL_CHARS = 120
+"""Characters of an attempt's reason shown in the attempts table; a longer or multi-line reason
+(a failure's stderr lines) is given in full under the table."""
+
+
 def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
     out = ["## Attempts", "", "| # | summary | verdict | estimate | interval | p | level | units | reason |",
            "|---|---|---|---|---|---|---|---|---|"]
+    in_full = []
     for a in attempts:
         summary = (a.get("summary") or "").replace("|", "\\|")[:60]
-        reason = (a.get("reason_text") or a.get("reason") or "").replace("|", "\\|")[:120]
+        text = (a.get("reason_text") or a.get("reason") or "").strip()
+        reason = " ".join(text.split()).replace("|", "\\|")
+        if len(reason) > REASON_CELL_CHARS or "\n" in text:
+            reason = reason[:REASON_CELL_CHARS].rstrip() + f" ... (in full below, attempt {a['attempt']})"
+            in_full.append((a["attempt"], text))
         if a.get("confirm"):
             c = a["confirm"]
             reason += f" Confirmation: {c['verdict']}, {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}."
@@ -93,7 +119,12 @@ def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{fmt_interval(a.get('interval'))} | {fmt_p(a.get('p_value'))} | {fmt_p(a.get('level'))} | "
             f"{a.get('units') or '-'} | {reason} |"
         )
-    return out + [""]
+    out.append("")
+    if in_full:
+        out += ["### Reasons in full", ""]
+        for attempt, text in in_full:
+            out += [f"Attempt {attempt}:", "", "```text", text.replace("```", "` ` `"), "```", ""]
+    return out
 
 
 def _splits(splits: Mapping[str, Any]) -> list[str]:
@@ -137,7 +168,8 @@ def _statuses(splits: Mapping[str, Any]) -> list[str]:
     return (["Failed examples, by how they ended:", ""] + out + [""]) if out else []
 
 
-def _gate(gate: Mapping[str, Any], status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+def _gate(gate: Mapping[str, Any], status: Mapping[str, Any], target: Mapping[str, Any],
+          val_trials: int) -> list[str]:
     out = ["## The gate", ""]
     out.append(
         f"alpha = {gate['alpha']}, multiplicity = `{gate['multiplicity']}`, looks = {list(gate['units'])}, "
@@ -159,8 +191,9 @@ def _gate(gate: Mapping[str, Any], status: Mapping[str, Any], target: Mapping[st
     out.append("")
     if target.get("kind") == "examples":
         out.append(
-            "Examples: every trial measures on the same val split (exact McNemar on the discordant "
-            "examples); the campaign rule above is what controls the reuse of val across trials. "
+            f"Examples: this run made {_val_trials_text(val_trials)}, every one on the same val split "
+            "(exact McNemar on the discordant examples); the campaign rule above is what controls the reuse "
+            "of val across trials, and agents learn from each verdict, so val estimates are optimistic. "
             "gate.confirm does not apply (there are no fresh units), so promoted estimates are those of "
             "the selecting trial, which are biased upward; the test split, measured once at the end, is "
             "the honest number."
