@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from test_contract import GOOD
 
 from ratchet.core.budget import Forecast, exhausted, forecast, holdout_worst_case, trial_worst_case, worst_case
-from ratchet.core.contract_load import parse_contract
+from ratchet.core.contract_load import load_contract, parse_contract
 from ratchet.core.state import BudgetUsed
 
 
@@ -61,7 +63,8 @@ def test_a_wall_stop_made_before_the_budget_is_spent_says_it_is_a_forecast_with_
 
 def test_a_cpu_stop_shows_hours_spent_expected_and_reserved():
     c = _contract("max_cpu_hours = 0.5\n")
-    stop = exhausted(c, BudgetUsed(attempts=2, cpu_hours=0.25), 0, 0, 0, Forecast(attempt_cpu_h=0.125, holdout_cpu_h=0.2))
+    expected = Forecast(attempt_cpu_h=0.125, holdout_cpu_h=0.2)
+    stop = exhausted(c, BudgetUsed(attempts=2, cpu_hours=0.25), 0, 0, 0, expected)
     assert stop is not None and stop.name == "max_cpu_hours" and stop.forecast
     assert "0.2500 CPU h used + 0.1250 CPU h expected" in stop.detail and "0.2000 CPU h reserved" in stop.detail
 
@@ -70,3 +73,27 @@ def test_zero_means_unlimited():
     c = _contract("")
     assert exhausted(c, BudgetUsed(attempts=1, evaluations=10**9, cpu_hours=1e6, wall_s=1e9), 10**6, 10**6, 10**6,
                      Forecast(1e9, 1e9, 1e9, 1e9)) is None
+
+
+LOADED_JOB_S = 7.0
+"""Wall seconds of one digits job on a loaded 2-core machine (measured 4.8 to 6.9 s at load average 11)."""
+
+
+def test_the_digits_demo_is_budgeted_to_reach_a_promotion_and_its_holdout_on_a_loaded_machine():
+    contract = load_contract(Path(__file__).resolve().parents[2] / "examples" / "digits").contract
+    gate, parallel = contract.gate, contract.compute.max_parallel
+    holdout_jobs = 2 * gate.holdout_size
+    # The costliest order: a promotion whose trial and confirmation both go to the last look, first (the
+    # mean attempt the forecast uses is then largest), then rejections at the first look.
+    attempts = [2 * 2 * gate.units[-1]] + [2 * gate.units[0]] * (contract.budget.max_attempts - 1)
+    wall, jobs_run, stop = LOADED_JOB_S / parallel, 1, None  # the preflight's one job
+    for done, jobs in enumerate(attempts, start=1):
+        assert stop is None, f"stopped before attempt {done}: {stop}"
+        wall += jobs / parallel * LOADED_JOB_S
+        jobs_run += jobs
+        used = BudgetUsed(attempts=done, wall_s=wall)
+        expected = forecast(used, done, jobs_run, LOADED_JOB_S, holdout_jobs, parallel)
+        stop = exhausted(contract, used, done, holdout_worst_case(gate.holdout_size),
+                         trial_worst_case(gate.units[-1], gate.confirm), expected)
+    assert stop is not None and stop.name == "max_attempts", stop
+    assert wall + holdout_jobs / parallel * LOADED_JOB_S <= contract.budget.max_wall_s
