@@ -44,12 +44,21 @@ def _judged_line(attempt: int, stage: str, d: Mapping[str, Any]) -> str:
             f"units {d.get('units')}")
 
 
+RESTATED_REASONS = ("futility", "not_significant")
+"""Reasons whose text's first sentence restates the verdict line (estimate, look, p): only what
+follows it (how many examples crashed) is printed under the line."""
+
+
 def _why_lines(d: Mapping[str, Any]) -> str | None:
     """The verdict's reason text, indented, under a verdict that is not an acceptance (why it was
     rejected or inconclusive: a failure's last stderr lines, how many examples crashed); None for
-    an acceptance or a verdict without text."""
+    an acceptance or when nothing is left to say."""
     text = str(d.get("reason_text") or "").strip()
-    if d.get("verdict") == "accepted" or not text:
+    if d.get("verdict") == "accepted":
+        return None
+    if d.get("reason") in RESTATED_REASONS:
+        text = text.split(". ", 1)[1] if ". " in text else ""  # the gate's sentence ends at the first ". "
+    if not text:
         return None
     return "\n".join(REASON_INDENT + line for line in text.splitlines())
 
