@@ -125,7 +125,8 @@ def test_check_on_examples_uses_the_looks_clamped_to_val_and_the_examples_reserv
     warning = next(w for w in report["warnings"] if w.startswith("no trial can accept a candidate"))
     assert f"with {val} val examples at the last look" in warning
     assert "Fix: a last look of at least 7 val examples" in warning  # 0.5**7 <= trial 1's level 0.0139
-    assert f"clamped to the val split's {val} examples: add examples or raise the val fraction" in warning
+    assert f"clamped to the val split's {val} example(s), so add examples or raise the val fraction" in warning
+    assert "end gate.units at" not in warning  # gate.units already ends at 40
 
 
 def test_check_says_futility_only_for_a_look_that_cannot_stop_for_efficacy(bench_repo: Path):
@@ -148,6 +149,6 @@ def test_check_warns_with_the_fix_when_no_trial_can_reach_its_level(bench_repo: 
     warning = next(w for w in warnings if w.startswith("no trial can accept"))
     assert "with 4 units at the last look (looks [4]) the exact test's smallest p-value is 0.0625" in warning
     # 0.5**7 reaches trial 1's level 0.05 / H_20 = 0.0139; 0.5**11 reaches trial 20's, 0.000695.
-    assert "Fix: a last look of at least 7 units (gate.units ending in 7); 11 let every trial up to " \
-           "budget.max_attempts = 20 accept" in warning
+    assert "Fix: a last look of at least 7 units (11 let every trial up to budget.max_attempts = 20 accept): " \
+           "end gate.units at 7 or more" in warning
     assert 'gate.multiplicity = "trial"' in warning

@@ -96,13 +96,17 @@ def _fix(contract: Contract, looks: Sequence[int], rows: Sequence[LevelRow]) -> 
     if n_first is None:
         return (f"no number of {what} up to {MAX_SUGGESTED_UNITS} lets trial {first.trial} reach its level "
                 f"({first.level:.3g}): {others}")
-    fix = f"a last look of at least {n_first} {what} (gate.units ending in {n_first})"
+    fix = f"a last look of at least {n_first} {what}"
     n_all = units_to_reach(rows[-1].level, looks, kind, gate.min_effect)
     if n_all is not None and n_all != n_first:
-        fix += f"; {n_all} let every trial up to budget.max_attempts = {len(rows)} accept"
+        fix += f" ({n_all} let every trial up to budget.max_attempts = {len(rows)} accept)"
     if contract.target.kind == "examples" and tuple(looks) != tuple(gate.units):
-        fix += (f" (the looks are clamped to the val split's {looks[-1]} examples: add examples or raise the "
-                "val fraction of target.split)")
+        fix += (f": the looks are clamped to the val split's {looks[-1]} example(s), so add examples or raise "
+                "the val fraction of target.split")
+        if gate.units[-1] < n_first:
+            fix += f", and end gate.units at {n_first} or more"
+    else:
+        fix += f": end gate.units at {n_first} or more"
     return f"{fix}; or {others}"
 
 
