@@ -117,7 +117,7 @@ def gate_summary(contract: Contract, looks: Sequence[int]) -> dict[str, Any]:
         rows.append({**row.to_json(), "stops": list(look_stops(row.level, looks, kind, gate.min_effect))})
     warnings = reach_warnings(contract, looks)
     late = [r for r in rows if r["reachable"] and not r["reachable_first"]]
-    if late and len(looks) > 1:
+    if late:
         warnings.append(
             f"from trial {late[0]['trial']} on, the first look ({looks[0]} units) is futility only: its "
             "threshold is below the smallest p-value it can produce, so those trials run at least two looks"
@@ -159,8 +159,8 @@ def examples_summary(contract: Contract, data: ExampleData, first_level: float,
     """Split sizes, duplicates dropped, the looks on val (`looks`: gate.units clamped to the val
     split), the smallest pass-rate gain val can detect at the first trial's level with 80% power,
     `check_errors` (per check, the examples it can never judge: see targets.examples.never_judged),
-    and warnings (small splits, an unreachable gate.target,
-    examples that will always be a check_error, JSON text held in strings under json_equality)."""
+    and warnings (small splits, an unreachable gate.target, examples that will always be a
+    check_error, JSON text held in strings under json_equality)."""
     from ratchet.targets.examples import (
         MAX_LINES_LISTED,
         json_text_strings,
