@@ -133,7 +133,7 @@ def state_text(r: dict[str, Any]) -> str:
 
 
 def holdout_text(h: dict[str, Any] | None, promotions: int) -> str:
-    """The holdout line of `status` and `run`: the final champion against the baseline on units no
+    """The holdout line of `status`: the final champion against the baseline on units no
     decision used, or why there is none."""
     if h is None:
         return ("holdout: none (nothing was promoted: the champion is the baseline)" if not promotions
