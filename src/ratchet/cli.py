@@ -247,25 +247,9 @@ def status(
 
 
 def _render_status(r: dict[str, Any]) -> None:
-    from rich.table import Table
+    from ratchet.present.render import render_status
 
-    from ratchet.present.render import fmt_interval, fmt_num, fmt_p
-
-    out.print(f"run [bold]{r['run_id']}[/]: {r['state']}" + (f" ({r['stop_reason']})" if r["stop_reason"] else ""))
-    c = r["champion"]
-    out.print(f"champion: {('attempt ' + str(c['attempt'])) if c['attempt'] else 'baseline'} "
-              f"commit {str(c['commit'])[:10]} estimate {fmt_num(c['estimate'])}; promotions {r['promotions']}")
-    used, limits = r["budget"]["used"], r["budget"]["limits"]
-    out.print(f"budget: attempts {used['attempts']}/{limits.get('max_attempts')}, job-units {used['evaluations']}, "
-              f"cpu h {used['cpu_hours']:.3f}, wall {used['wall_s']:.0f}s")
-    table = Table("#", "summary", "verdict", "reason", "estimate", "interval", "p", "units")
-    for a in r["attempts"]:
-        table.add_row(str(a["attempt"]), escape((a.get("summary") or "")[:40]), str(a["verdict"] or "-"),
-                      escape(str(a["reason"] or "-")), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
-                      fmt_p(a["p_value"]), str(a["units"] or "-"))
-    out.print(table)
-    for w in r.get("warnings", []):
-        err.print(f"[yellow]warning[/]: {w}")
+    render_status(out, err, r)
 
 
 @app.command(cls=_Command)

@@ -3,14 +3,17 @@ will always be a check_error, and a malformed examples file (every bad line, exi
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 from helpers import ratchet
 from repo_fixture import CONTRACT, git
+from rich.console import Console
 
 from ratchet.commands.check import check_report
 from ratchet.commands.init import scaffold
+from ratchet.present.render import render_check
 from ratchet.targets.imports import benchmark_script, scope_imports
 
 MODEL_PY = "def predict(x):\n    return x\n"
@@ -108,3 +111,53 @@ def test_a_malformed_examples_file_is_exit_2_with_every_bad_line(tmp_path: Path)
     assert str(data) in message and "42 lines are malformed" in message
     for line in (201, 202, 203, 205, 243):
         assert f"line {line}:" in message or f" {line}," in message or message.endswith(f" {line}"), line
+
+
+def _examples_project(root: Path, split: str, units: str = "[10, 20, 40]") -> Path:
+    scaffold(root, "examples")
+    contract = root / "ratchet.toml"
+    text = contract.read_text().replace("split = [0.6, 0.2, 0.2]", f"split = {split}", 1)
+    contract.write_text(text.replace("units = [10, 20, 40]", f"units = {units}", 1))
+    return _committed(root)
+
+
+def test_check_on_examples_uses_the_looks_clamped_to_val_and_the_examples_reserve(tmp_path: Path):
+    report = check_report(_examples_project(tmp_path / "e", "[0.97, 0.015, 0.015]"))
+    e = report["examples"]
+    val, test, dev = e["val"], e["test"], e["dev"]
+    assert 0 < val < 7 and report["gate"]["looks"] == e["looks"] == [val]
+    assert all(row["min_p_last"] == 0.5 ** val for row in report["gate"]["levels"])
+    assert not any(row["reachable"] for row in report["gate"]["levels"])
+    # The examples reserve: baseline and champion on test, the champion on dev and val; no confirmation.
+    worst = report["budget"]["worst_case_units"]
+    assert worst == {"per_trial": 3 * val, "holdout": 2 * test + dev + val, "run": 3 * val * 20 + 2 * test + dev + val}
+    warning = next(w for w in report["warnings"] if w.startswith("no trial can accept a candidate"))
+    assert f"with {val} val examples at the last look" in warning
+    assert "Fix: a last look of at least 7 val examples" in warning  # 0.5**7 <= trial 1's level 0.0139
+    assert f"clamped to the val split's {val} example(s), so add examples or raise the val fraction" in warning
+    assert "end gate.units at" not in warning  # gate.units already ends at 40
+
+
+def test_check_says_futility_only_for_a_look_that_cannot_stop_for_efficacy(bench_repo: Path):
+    text = (bench_repo / "ratchet.toml").read_text()
+    (bench_repo / "ratchet.toml").write_text(text + "[gate]\nunits = [8, 16, 32]\n[budget]\nmax_attempts = 10\n")
+    report = check_report(bench_repo)
+    levels = report["gate"]["levels"]
+    assert levels[0]["stops"] == ["efficacy", "efficacy", "efficacy"]
+    assert levels[1]["stops"] == ["futility only", "efficacy", "efficacy"]  # 0.5**8 > trial 2's first threshold
+    assert any("the first look (8 units) is futility only" in w for w in report["warnings"])
+    out = Console(file=io.StringIO(), width=250)
+    render_check(out, report)
+    assert "8: futility only, 16: efficacy, 32: efficacy" in out.file.getvalue()
+
+
+def test_check_warns_with_the_fix_when_no_trial_can_reach_its_level(bench_repo: Path):
+    text = (bench_repo / "ratchet.toml").read_text()
+    (bench_repo / "ratchet.toml").write_text(text + "[gate]\nunits = [4]\n")
+    warnings = check_report(bench_repo)["warnings"]
+    warning = next(w for w in warnings if w.startswith("no trial can accept"))
+    assert "with 4 units at the last look (looks [4]) the exact test's smallest p-value is 0.0625" in warning
+    # 0.5**7 reaches trial 1's level 0.05 / H_20 = 0.0139; 0.5**11 reaches trial 20's, 0.000695.
+    assert "Fix: a last look of at least 7 units (11 let every trial up to budget.max_attempts = 20 accept): " \
+           "end gate.units at 7 or more" in warning
+    assert 'gate.multiplicity = "trial"' in warning

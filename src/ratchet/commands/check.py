@@ -5,18 +5,23 @@ The result is a plain dict (the `--json` result); `render.render_check` shows it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ratchet.commands.project import check_project
-from ratchet.core.budget import worst_case_units
+from ratchet.compute.base import SandboxSpec
+from ratchet.core.budget import worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.inputs import uncommitted_warning, working_tree_inputs
 from ratchet.core.unsupported import unsupported_settings
-from ratchet.core.vocab import ScoreKind
 from ratchet.ledger.rundir import ensure_ratchet_dir
+from ratchet.targets.examples import ExampleData
 from ratchet.workspace.git import Git
+
+CHECK_SALT = "ratchet-check"
+"""The salt of the target `check` builds: it only reads looks and reserves, no unit is drawn."""
 
 
 def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
@@ -27,23 +32,33 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     (examples), and, with `preflight`, `preflight`: the baseline measured once, as `ratchet run`
     does before spending any budget (in the sandbox when it is used).
 
+    The looks and the worst-case budget are the run's own: the target is built as `ratchet run`
+    builds it (an examples target's looks are clamped to the val split and its reserve is
+    2 x test + dev + val).
+
     Raises ContractError / UnsupportedError / DataError / GitError / SandboxError (exit 2), and
     MeasurementError `preflight.no_metric` when the preflight measures nothing.
     """
+    from ratchet.commands.run import load_examples_data
+    from ratchet.targets.factory import make_target
+
     loaded, git = check_project(directory)
     contract = loaded.contract
+    data = load_examples_data(loaded)
+    target = make_target(contract, loaded.root, SandboxSpec(), CHECK_SALT, data)
+    looks = target.looks("trial")
     warnings = list(loaded.warnings)
     stale = uncommitted_warning(git.changed_paths(), contract)
     if stale:
         warnings.append(stale)
-    gate = gate_summary(contract)
+    gate = gate_summary(contract, looks)
     warnings.extend(gate.pop("warnings"))
     sandbox = sandbox_summary(contract)
     if sandbox.get("warning"):
         warnings.append(sandbox["warning"])
     environment = environment_summary(contract, sandbox["resolved"])
     warnings.extend(environment.pop("warnings"))
-    worst = worst_case_units(contract)
+    worst = worst_case(looks[-1], target.confirms, target.reserve_units(), contract.budget.max_attempts)
     if contract.budget.max_evaluations and worst["per_trial"] + worst["holdout"] > contract.budget.max_evaluations:
         warnings.append(
             f"budget.max_evaluations = {contract.budget.max_evaluations} cannot fit one trial's worst case "
@@ -54,8 +69,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     if contract.target.kind == "benchmark":
         extra["scope_imports"] = scope_import_summary(contract, loaded.root)
         warnings.extend(_scope_import_warning(extra["scope_imports"]))
-    if contract.target.kind == "examples":
-        extra["examples"] = examples_summary(contract, loaded.root, gate["levels"][0]["level"])
+    if data is not None:
+        extra["examples"] = examples_summary(contract, data, gate["levels"][0]["level"], looks)
         warnings.extend(extra["examples"].pop("warnings"))
     if preflight:
         extra["preflight"] = _preflight(loaded, git)
@@ -74,7 +89,7 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         "agent": {"kind": contract.agent.kind, **_agent_detail(contract)},
         "gate": gate,
         "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
-                   "worst_case_units": worst_case_units(contract)},
+                   "worst_case_units": worst},
         "sandbox": sandbox,
         "environment": environment,
         "warnings": warnings,
@@ -125,43 +140,37 @@ def _agent_detail(contract: Contract) -> dict[str, Any]:
     return section.model_dump() if section is not None else {}
 
 
-def gate_summary(contract: Contract) -> dict[str, Any]:
-    """The gate's settings plus each trial's level and whether the exact test can reach it, the
-    guarantee of the test in use, and what the configured units cannot see: the chance that a
-    failure mode of frequency q shows on none of them, and the frequency they rule out at 95%."""
+def gate_summary(contract: Contract, looks: Sequence[int]) -> dict[str, Any]:
+    """The gate's settings plus, per trial, its level, what each of the `looks` (the target's trial
+    looks) can stop for (`stops`: core.reach.LookStop, "futility only" for a look that cannot stop
+    for efficacy) and whether the exact test can reach the level; warnings (core.reach) when trials
+    can never accept, or when their first look can only stop for futility; the guarantee of the test
+    in use, and what the units cannot see: the chance that a failure mode of frequency q shows on
+    none of them, and the frequency they rule out at 95%."""
+    from ratchet.core.reach import level_rows, look_stops, reach_warnings, score_kind
     from ratchet.core.stats.guarantee import guarantee, ruled_out_frequency, unseen_chance
-    from ratchet.core.stats.multiplicity import level_schedule
 
     gate = contract.gate
-    kind: ScoreKind = "binary" if contract.target.kind == "examples" else "continuous"
-    confirm = gate.confirm and contract.target.kind == "benchmark"
-    rows = [r.to_json() for r in level_schedule(
-        gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(gate.units), kind, gate.min_effect,
-        confirm=confirm)]
-    n = gate.units[-1]
-    blind = {"units": n, "unseen_5pct": unseen_chance(0.05, n), "unseen_10pct": unseen_chance(0.10, n),
-             "ruled_out_95": ruled_out_frequency(n)}
-    warnings = []
-    unreachable = [r for r in rows if not r["reachable"]]
-    if unreachable:
-        first = unreachable[0]
-        warnings.append(
-            f"from trial {first['trial']} on, the level ({first['level']:.2g}) is below the smallest p-value "
-            f"the exact test can produce with gate.units = {list(gate.units)} "
-            f"({first['min_p_last']:.2g}): those trials can never accept; add units or lower budget.max_attempts"
-        )
+    kind = score_kind(contract)
+    rows = []
+    for row in level_rows(contract, looks):
+        rows.append({**row.to_json(), "stops": list(look_stops(row.level, looks, kind, gate.min_effect))})
+    warnings = reach_warnings(contract, looks)
     late = [r for r in rows if r["reachable"] and not r["reachable_first"]]
     if late:
         warnings.append(
-            f"from trial {late[0]['trial']} on, the first look ({gate.units[0]} units) cannot stop for efficacy "
-            "(its threshold is below the smallest p-value it can produce): those trials run at least two looks"
+            f"from trial {late[0]['trial']} on, the first look ({looks[0]} units) is futility only: its "
+            "threshold is below the smallest p-value it can produce, so those trials run at least two looks"
         )
+    n = looks[-1]
     return {
         **gate.model_dump(),
+        "looks": list(looks),
         "holdout_size": gate.holdout_size,
         "kind": kind,
         "guarantee": guarantee("binary" if kind == "binary" else gate.test),
-        "unseen": blind,
+        "unseen": {"units": n, "unseen_5pct": unseen_chance(0.05, n), "unseen_10pct": unseen_chance(0.10, n),
+                   "ruled_out_95": ruled_out_frequency(n)},
         "levels": rows,
         "warnings": warnings,
     }
@@ -221,40 +230,36 @@ def environment_summary(contract: Contract, resolved: str) -> dict[str, Any]:
     }
 
 
-def examples_summary(contract: Contract, root: Path, first_level: float) -> dict[str, Any]:
-    """Split sizes, duplicates dropped, the smallest pass-rate gain val can detect at the first
-    trial's level with 80% power, `check_errors` (per check, the examples it can never judge: see
-    targets.examples.never_judged), and warnings (small splits, an unreachable gate.target,
-    examples that will always be a check_error, JSON text held in strings under json_equality).
-    Raises DataError (examples.*) for a bad examples file."""
+def examples_summary(contract: Contract, data: ExampleData, first_level: float,
+                     looks: Sequence[int]) -> dict[str, Any]:
+    """Split sizes, duplicates dropped, the looks on val (`looks`: gate.units clamped to the val
+    split), the smallest pass-rate gain val can detect at the first trial's level with 80% power,
+    `check_errors` (per check, the examples it can never judge: see targets.examples.never_judged),
+    and warnings (small splits, an unreachable gate.target, examples that will always be a
+    check_error, JSON text held in strings under json_equality)."""
     from ratchet.targets.examples import (
         MAX_LINES_LISTED,
-        clamp_looks,
         json_text_strings,
-        load_examples,
         never_judged,
-        split_examples,
         split_warnings,
         target_unreachable,
     )
 
-    data = load_examples(root / (contract.target.examples or ""))
-    split = split_examples(data.examples, contract.target.split, contract.campaign.seed)
-    looks = clamp_looks(contract.gate.units, len(split.val))
+    examples, split = data.examples, data.split
     from ratchet.core.stats.power import mde_binary
 
     mde = mde_binary(looks[-1], first_level)
-    warnings = list(data.warnings) + split_warnings(split)
+    warnings = list(examples.warnings) + split_warnings(split)
     unreachable = target_unreachable(contract.gate.target, len(split.val))
     if unreachable:
         warnings.append(unreachable)
     checks = contract.target.checks or []
-    check_errors = never_judged(data.examples, checks)
+    check_errors = never_judged(examples.examples, checks)
     for finding in check_errors:
         warnings.append(
             f"{finding['count']} example(s) will always be a check_error for check {finding['check'] + 1} "
             f"({finding['type']}; lines {_lines(finding['lines'], finding['count'])}): {finding['reason']}")
-    as_strings = json_text_strings(data.examples, checks)
+    as_strings = json_text_strings(examples.examples, checks)
     if as_strings:
         warnings.append(
             f"{len(as_strings)} expected output(s) are JSON strings holding JSON text (lines "
@@ -262,11 +267,10 @@ def examples_summary(contract: Contract, root: Path, first_level: float) -> dict
             "strings; to expect the array, object or number itself, write it without the quotes "
             "(see docs/examples-checks.md)")
     return {
-        "total": len(data), "duplicates_dropped": len(data.dropped_lines), **split.sizes(),
+        "total": len(examples), "duplicates_dropped": len(examples.dropped_lines), **split.sizes(),
         "looks": list(looks), "mde_first_trial": None if mde == float("inf") else mde,
         "confirm_applies": False, "check_errors": check_errors, "warnings": warnings,
     }
-
 
 def _lines(shown: list[int], total: int) -> str:
     text = ", ".join(str(n) for n in shown)

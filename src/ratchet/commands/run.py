@@ -83,7 +83,7 @@ def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None
             extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
                                  "sizes": data.split.sizes(), "warnings": list(data.examples.warnings),
                                  "checks_version": CHECKS_VERSION}
-        start_record(kernel, salt, commit, tree, target.reserve_units(), **extra)
+        start_record(kernel, salt, commit, tree, target.reserve_units(), target.looks("trial"), **extra)
     else:
         kernel = resume_kernel(loaded, resume)
         try:

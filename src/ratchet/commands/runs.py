@@ -10,6 +10,7 @@ every line is parsed and verified and the events are folded. `result.ledger` say
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
             snapshot.close()
     if state is not None and chain is not None:
         result = status_result(state, holder)
+        if result["stop_reason"] is not None:
+            result["stop_detail"] = _stop_detail(chain)
         result["warnings"] = []
         result["ledger"] = {"events": len(chain.lines), "verified": "hash_chain", "state_from": "index"}
         return result
@@ -87,6 +90,19 @@ def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
     result["warnings"] = [warning] if warning else []
     result["ledger"] = {"events": len(events), "verified": "full", "state_from": "events"}
     return result
+
+
+def _stop_detail(chain: Chain) -> str | None:
+    """`data.detail` of the last `run.stopped` among the chain's verified lines (the index does not
+    keep it), or None."""
+    for line in reversed(chain.lines):
+        if b'"kind":"run.stopped"' not in line:
+            continue
+        event = json.loads(line)
+        if event.get("kind") == "run.stopped":
+            detail = (event.get("data") or {}).get("detail")
+            return detail if isinstance(detail, str) else None
+    return None
 
 
 def _indexed_state(
@@ -147,6 +163,8 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
         promotions=r["promotions"],
         plots=[p.relative_to(run.root).as_posix() for p in plots],
         splits=r["splits"],
+        warnings=next((list(e.data.get("warnings") or []) for e in r["events"] if e.kind == "run.started"), []),
+        val_trials=r["state"].trials_run,
     )
     run.report.write_text(text, encoding="utf-8")
     return run.report

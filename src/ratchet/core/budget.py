@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from ratchet.core.contract import Contract
 from ratchet.core.state import BudgetUsed
 
-BUDGET_NAMES = ("max_attempts", "max_evaluations", "max_cpu_hours", "max_gpu_hours", "max_wall", "max_val_trials")
+BudgetName = Literal["max_attempts", "max_evaluations", "max_cpu_hours", "max_gpu_hours", "max_wall", "max_val_trials"]
+"""The kernel's budgets (`[budget]`), in the order `exhausted` checks them."""
+
+BUDGET_NAMES: tuple[BudgetName, ...] = get_args(BudgetName)
 
 
 def trial_worst_case(units: int, confirm: bool) -> int:
@@ -25,12 +29,12 @@ def holdout_worst_case(units: int) -> int:
     return 3 * units
 
 
-def worst_case_units(contract: Contract) -> dict[str, int]:
-    """{"per_trial", "holdout", "run"}: worst-case job-units (benchmark targets)."""
-    gate = contract.gate
-    per_trial = trial_worst_case(gate.units[-1], gate.confirm and contract.target.kind == "benchmark")
-    holdout = holdout_worst_case(gate.holdout_size)
-    return {"per_trial": per_trial, "holdout": holdout, "run": per_trial * contract.budget.max_attempts + holdout}
+def worst_case(trial_units: int, confirms: bool, reserve_units: int, max_attempts: int) -> dict[str, int]:
+    """{"per_trial", "holdout", "run"}: worst-case job-units of one trial whose last look has
+    `trial_units` units (confirmed when `confirms`), of the final measurement (`reserve_units`:
+    Target.reserve_units, e.g. 2 x test + dev + val for examples) and of a run of `max_attempts`."""
+    per_trial = trial_worst_case(trial_units, confirms)
+    return {"per_trial": per_trial, "holdout": reserve_units, "run": per_trial * max_attempts + reserve_units}
 
 
 @dataclass(frozen=True)
@@ -60,28 +64,69 @@ def forecast(used: BudgetUsed, attempts_done: int, jobs_run: int, job_wall_s: fl
     )
 
 
+@dataclass(frozen=True)
+class BudgetStop:
+    """Why a budget forbids starting the next attempt: `name` (a BudgetName) and `detail`, one
+    sentence a user reads with the arithmetic (what is spent, what the next attempt and the holdout
+    are expected to cost, the limit). `forecast`: the budget is not spent yet; the stop is a
+    forecast that spending more would exceed it."""
+
+    name: BudgetName
+    detail: str
+    forecast: bool = False
+
+
+def _time_stop(name: BudgetName, unit: str, spent: float, attempt: float, holdout: float, limit: float,
+               digits: int) -> BudgetStop | None:
+    """A wall-time or CPU-hours stop: spent already at the limit, or spent + the expected next attempt
+    + the holdout reaching it (a forecast). None when it fits."""
+    def num(x: float) -> str:
+        return f"{x:.{digits}f} {unit}"
+
+    if spent >= limit:
+        return BudgetStop(name, f"{name} = {num(limit)} is spent ({num(spent)} used)")
+    total = spent + attempt + holdout
+    if total < limit:
+        return None
+    return BudgetStop(name, (
+        f"forecast, not spent: {num(spent)} used + {num(attempt)} expected for one more attempt (the mean so far) "
+        f"+ {num(holdout)} reserved for the holdout = {num(total)}, which would reach {name} = {num(limit)}; "
+        f"{num(limit - spent)} were left unused. Raise {name} to let more attempts run"), forecast=True)
+
+
 def exhausted(contract: Contract, used: BudgetUsed, val_trials: int, reserve_units: int, next_units: int,
-              expected: Forecast = Forecast()) -> str | None:
-    """The name of the first budget that forbids starting the next attempt now, or None.
+              expected: Forecast = Forecast()) -> BudgetStop | None:
+    """The first budget that forbids starting the next attempt now (a BudgetStop), or None.
 
     Job-units are checked on the worst case of the next trial (`next_units`) with `reserve_units`
     set aside for the holdout, so max_evaluations is never exceeded. Wall time and CPU hours have no
     worst case known in advance: they are checked on what is spent plus the expected cost of one
     more attempt and of the holdout (`expected`), so a run overshoots them by at most one attempt's
-    deviation from the mean. `val_trials`: trials measured on val so far (examples targets). A
-    budget of 0 is unlimited (max_attempts is always a limit).
+    deviation from the mean; a stop made before the budget is spent is a forecast (`forecast` set,
+    the detail says so). `val_trials`: trials measured on val so far (examples targets). A budget of
+    0 is unlimited (max_attempts is always a limit).
     """
     b = contract.budget
     if used.attempts >= b.max_attempts:
-        return "max_attempts"
+        return BudgetStop("max_attempts", f"{used.attempts} of max_attempts = {b.max_attempts} attempts made")
     if b.max_evaluations and used.evaluations + next_units + reserve_units > b.max_evaluations:
-        return "max_evaluations"
-    if b.max_cpu_hours and used.cpu_hours + expected.attempt_cpu_h + expected.holdout_cpu_h >= b.max_cpu_hours:
-        return "max_cpu_hours"
-    if b.max_wall_s and used.wall_s + expected.attempt_wall_s + expected.holdout_wall_s >= b.max_wall_s:
-        return "max_wall"
+        total = used.evaluations + next_units + reserve_units
+        return BudgetStop("max_evaluations", (
+            f"{used.evaluations} job-units used + {next_units} for the next trial's worst case + {reserve_units} "
+            f"reserved for the holdout = {total} would exceed max_evaluations = {b.max_evaluations}"),
+            forecast=used.evaluations < b.max_evaluations)
+    if b.max_cpu_hours:
+        stop = _time_stop("max_cpu_hours", "CPU h", used.cpu_hours, expected.attempt_cpu_h, expected.holdout_cpu_h,
+                          b.max_cpu_hours, 4)
+        if stop is not None:
+            return stop
+    if b.max_wall_s:
+        stop = _time_stop("max_wall", "s", used.wall_s, expected.attempt_wall_s, expected.holdout_wall_s,
+                          b.max_wall_s, 0)
+        if stop is not None:
+            return stop
     if b.max_val_trials and contract.target.kind == "examples" and val_trials >= b.max_val_trials:
-        return "max_val_trials"
+        return BudgetStop("max_val_trials", f"{val_trials} of max_val_trials = {b.max_val_trials} val trials made")
     return None
 
 

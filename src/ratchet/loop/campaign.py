@@ -9,6 +9,7 @@ candidates again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +29,7 @@ from ratchet.core.errors import RatchetError
 from ratchet.core.events import LEDGER_FORMAT
 from ratchet.core.gate import Decision, gate_design, margin_for_state
 from ratchet.core.plan import Plan, Stage
+from ratchet.core.reach import reach_warnings
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
 from ratchet.ledger.rundir import champion_branch
@@ -54,6 +56,8 @@ class Campaign:
         self.ui = ui
         self.target = target
         self.contract = kernel.contract
+        self.stop_detail: str | None = None
+        """The stop's detail for `run.stopped` (a budget stop's arithmetic), set by _stop_reason."""
 
     @property
     def confirms(self) -> bool:
@@ -66,6 +70,8 @@ class Campaign:
     def run(self) -> tuple[str, str | None]:
         """Attempts until a stop reason; then the holdout (if anything was promoted) and
         `run.stopped`. Returns (stop_reason, budget name or None)."""
+        for warning in run_warnings(self.k):
+            self.ui.note(f"warning: {warning}")
         try:
             self.preflight()
             reason, budget = self._loop()
@@ -75,8 +81,9 @@ class Campaign:
             reason, budget = "interrupted", None
         if self.k.interrupted:
             reason, budget = "interrupted", None
-        self.k.record("run.stopped", {"stop_reason": reason, "budget": budget, "detail": None})
-        self.ui.stopped(reason, budget)
+        detail = self.stop_detail if reason == "budget_exhausted" else None
+        self.k.record("run.stopped", {"stop_reason": reason, "budget": budget, "detail": detail})
+        self.ui.stopped(reason, budget, detail)
         return reason, budget
 
     def _loop(self) -> tuple[str, str | None]:
@@ -133,9 +140,12 @@ class Campaign:
         job_wall = sum(float(j.get("elapsed_s") or 0.0) for j in ran) / len(ran) if ran else 0.0
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
-        name = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
+        stop = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
+        if stop is not None:
+            self.stop_detail = stop.detail
+            return "budget_exhausted", stop.name
         agent_budget = getattr(self.agent, "budget_stop", None)  # an agent's own budget (model calls, tokens, USD)
-        name = name or (agent_budget() if agent_budget is not None else None)
+        name = agent_budget() if agent_budget is not None else None
         return ("budget_exhausted", name) if name else None
 
     def _target_reached(self, target: float) -> bool:
@@ -424,14 +434,25 @@ def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str
 
 
 def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str, reserve: int,
-                 **extra: Any) -> None:
+                 looks: Sequence[int] | None = None, **extra: Any) -> None:
     """Record `run.started` for a new run: `reserve` the job-units kept for the final measurement
-    (Target.reserve_units); `extra`: more data, e.g. the examples fingerprint."""
+    (Target.reserve_units); `looks` the target's trial looks (Target.looks("trial")): when given,
+    `warnings` records what core.reach finds (trials that can never accept, with the fix; the
+    campaign shows them at its start and the report repeats them); `extra`: more data, e.g. the
+    examples fingerprint."""
     c = kernel.contract
+    warnings = reach_warnings(c, looks) if looks is not None else []
     kernel.record("run.started", {**extra,
         "ledger_format": LEDGER_FORMAT, "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
         "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
-        "limits": dict(limits(c)), "holdout_reserve": reserve,
+        "limits": dict(limits(c)), "holdout_reserve": reserve, "warnings": warnings,
         "gate": gate_design(c.gate.test, c.target.metric_range),
     })
+
+
+def run_warnings(kernel: Kernel) -> list[str]:
+    """The warnings recorded in the run's `run.started` (see start_record); [] for runs recorded
+    before warnings were."""
+    started = kernel.find("run.started")
+    return [str(w) for w in (started.data.get("warnings") or [])] if started else []

@@ -14,7 +14,11 @@ from ratchet.loop.measure import Runner
 from ratchet.targets.base import Target, UnitResult
 
 FAILURE_DETAIL_CHARS = 1000
-"""Characters a failure verdict's reason (with its first failing job) is cut to."""
+"""Characters a failure verdict's reason (with its first failing job) is cut to, in its middle:
+the end (a traceback's last lines, where the error is) is always kept."""
+
+FAILURE_HEAD_CHARS = 300
+"""Characters kept from the start of a failure verdict's reason when it is cut in the middle."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ def run_plan(plan: Plan, target: Target, runner: Runner, settings: GateSettings)
 def _outcome(plan: Plan, target: Target, decision: Decision, results: Mapping[str, UnitResult],
              retried: Mapping[int, UnitResult], upto: int) -> TrialOutcome:
     decision = _with_failure_detail(decision, plan, results, retried)
+    decision = _with_unit_endings(decision, results, "examples" if target.kind == "examples" else "units")
     scores = unit_scores(plan, results, retried, upto)
     champ_mean, champ_bound = target.summary([s.champion for s in scores if s.champion is not None])
     cand_mean, cand_bound = target.summary([s.candidate for s in scores if s.candidate is not None])
@@ -97,8 +102,45 @@ def _with_failure_detail(decision: Decision, plan: Plan, results: Mapping[str, U
         r = retried.get(job.unit) if variant == "champion" and job.unit in retried else results.get(job.job_id)
         if job.variant == variant and r is not None and r.failed:
             detail = f" First failure: unit {job.unit} ({r.job_id}): {r.state}: {r.reason}"
-            return replace(decision, reason_text=(decision.reason_text + detail)[:FAILURE_DETAIL_CHARS])
+            return replace(decision, reason_text=clip_middle(decision.reason_text + detail))
     return decision
+
+
+def clip_middle(text: str, limit: int = FAILURE_DETAIL_CHARS, head: int = FAILURE_HEAD_CHARS) -> str:
+    """`text` cut to at most `limit` characters by dropping its middle: the first `head` characters
+    and the end are kept (the error a traceback ends with is never cut)."""
+    if len(text) <= limit:
+        return text
+    marker = " [...] "
+    return text[:head] + marker + text[len(text) - (limit - head - len(marker)):]
+
+
+UNIT_ENDINGS = (("crash", "crashed"), ("timeout", "timed out"))
+"""Unit states that end a unit without making it a failed measurement (an example whose solution
+crashed or timed out scores 0), counted in the verdict's reason text, with their words."""
+
+
+def _with_unit_endings(decision: Decision, results: Mapping[str, UnitResult], noun: str) -> Decision:
+    """The verdict says how many units (`noun`: "examples" or "units") crashed or timed out on each
+    side (examples whose solution crashed score 0 and would otherwise show only as `futility`);
+    unchanged when none did."""
+    counts = {side: {state: 0 for state, _ in UNIT_ENDINGS} for side in ("candidate", "champion")}
+    totals = dict.fromkeys(counts, 0)
+    for r in results.values():
+        if r.variant in counts and not r.failed:
+            totals[r.variant] += 1
+            if r.state in counts[r.variant]:
+                counts[r.variant][r.state] += 1
+    parts = []
+    for side, by_state in counts.items():
+        said = [f"{n} {word}" for state, word in UNIT_ENDINGS if (n := by_state[state])]
+        if said:
+            parts.append(f"{side} {' and '.join(said)} of {totals[side]}")
+    if not parts:
+        return decision
+    text = f"{decision.reason_text} {noun.capitalize()} that crashed or timed out (scored as failures): " \
+           f"{'; '.join(parts)}."
+    return replace(decision, reason_text=text)
 
 
 def settings_for(plan: Plan, target: Target, level: float, margin: float) -> GateSettings:

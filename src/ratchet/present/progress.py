@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ratchet.core.state import RunState
@@ -29,7 +30,11 @@ class CampaignUI(Protocol):
 
     def note(self, text: str) -> None: ...
 
-    def stopped(self, reason: str, budget: str | None) -> None: ...
+    def stopped(self, reason: str, budget: str | None, detail: str | None = None) -> None: ...
+
+
+REASON_INDENT = "    "
+"""Indent of the lines under a verdict line that say why (a failure's stderr lines, crash counts)."""
 
 
 def _judged_line(attempt: int, stage: str, d: Mapping[str, Any]) -> str:
@@ -37,6 +42,31 @@ def _judged_line(attempt: int, stage: str, d: Mapping[str, Any]) -> str:
     return (f"{who}: {d['verdict']} ({d['reason']}) estimate {fmt_num(d.get('estimate'))} "
             f"{fmt_interval(d.get('interval'))} p {fmt_p(d.get('p_value'))} level {fmt_p(d.get('level'))} "
             f"units {d.get('units')}")
+
+
+RESTATED_REASONS = ("futility", "not_significant")
+"""Reasons whose text's first sentence restates the verdict line (estimate, look, p): only what
+follows it (how many examples crashed) is printed under the line."""
+
+
+def _why_lines(d: Mapping[str, Any]) -> str | None:
+    """The verdict's reason text, indented, under a verdict that is not an acceptance (why it was
+    rejected or inconclusive: a failure's last stderr lines, how many examples crashed); None for
+    an acceptance or when nothing is left to say."""
+    text = str(d.get("reason_text") or "").strip()
+    if d.get("verdict") == "accepted":
+        return None
+    if d.get("reason") in RESTATED_REASONS:
+        text = text.split(". ", 1)[1] if ". " in text else ""  # the gate's sentence ends at the first ". "
+    if not text:
+        return None
+    return "\n".join(REASON_INDENT + line for line in text.splitlines())
+
+
+def stop_line(reason: str, budget: str | None, detail: str | None = None) -> str:
+    """`stopped: <reason> (<budget>)`, then the stop's detail (a budget's arithmetic) indented."""
+    line = f"stopped: {reason}" + (f" ({budget})" if budget else "")
+    return line + (f"\n{REASON_INDENT}{detail}" if detail else "")
 
 
 def _attempt_line(attempt: int, max_attempts: int, state: RunState) -> str:
@@ -62,8 +92,11 @@ class LogUI:
         """Job progress is not logged line by line."""
 
     def judged(self, attempt: int, stage: str, data: Mapping[str, Any]) -> None:
-        """One line per verdict."""
+        """One line per verdict, then why when it is not an acceptance."""
         self.console.print(_judged_line(attempt, stage, data), markup=False)
+        why = _why_lines(data)
+        if why:
+            self.console.print(why, markup=False)
 
     def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None:
         """One line per promotion."""
@@ -75,9 +108,9 @@ class LogUI:
         """A free-form line."""
         self.console.print(text, markup=False)
 
-    def stopped(self, reason: str, budget: str | None) -> None:
-        """The stop reason."""
-        self.console.print(f"stopped: {reason}" + (f" ({budget})" if budget else ""), markup=False)
+    def stopped(self, reason: str, budget: str | None, detail: str | None = None) -> None:
+        """The stop reason, and its detail (a budget stop's arithmetic) on the next line."""
+        self.console.print(stop_line(reason, budget, detail), markup=False)
 
 
 class RichUI(LogUI):
@@ -113,14 +146,17 @@ class RichUI(LogUI):
         """A coloured verdict line."""
         self._end_bar()
         colour = {"accepted": "green", "rejected": "red"}.get(str(data["verdict"]), "yellow")
-        self.console.print(f"[{colour}]{_judged_line(attempt, stage, data)}[/]", markup=True)
+        self.console.print(f"[{colour}]{escape(_judged_line(attempt, stage, data))}[/]", markup=True)
+        why = _why_lines(data)
+        if why:
+            self.console.print(why, markup=False, style="dim")
 
     def note(self, text: str) -> None:
         """A free-form line."""
         self._end_bar()
         super().note(text)
 
-    def stopped(self, reason: str, budget: str | None) -> None:
-        """The stop reason, after the bar is gone."""
+    def stopped(self, reason: str, budget: str | None, detail: str | None = None) -> None:
+        """The stop reason and its detail, after the bar is gone."""
         self._end_bar()
-        super().stopped(reason, budget)
+        super().stopped(reason, budget, detail)

@@ -77,6 +77,11 @@ def fmt_p(p: float | None) -> str:
     return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
 
+def look_stops_text(looks: list[int], stops: list[str]) -> str:
+    """`8: futility only, 16: efficacy, 32: efficacy`: what each look (its units) can stop for."""
+    return ", ".join(f"{n}: {stop}" for n, stop in zip(looks, stops, strict=True))
+
+
 def render_check(out: Console, r: dict[str, Any]) -> None:
     """`ratchet check` for people: target, scope, agent, gate levels, budget, sandbox, warnings."""
     t = r["target"]
@@ -105,23 +110,26 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     out.print(f"[bold]agent[/]    {r['agent']['kind']}")
     g = r["gate"]
     out.print(
-        f"[bold]gate[/]     alpha {g['alpha']} ({g['multiplicity']}), looks {g['units']}, "
-        f"min_effect {g['min_effect']} / rel {g['min_effect_rel']}, confirm {g['confirm']}, "
-        f"holdout {g['holdout_size']} units"
+        f"[bold]gate[/]     alpha {g['alpha']} ({g['multiplicity']}), looks {g['looks']}"
+        + (f" (gate.units {g['units']} clamped to val)" if list(g["looks"]) != list(g["units"]) else "") + ", "
+        f"min_effect {g['min_effect']} / rel {g['min_effect_rel']}, "
+        + (f"confirm {g['confirm']}, holdout {g['holdout_size']} units" if g["kind"] == "continuous"
+           else "holdout: the test split, once")
     )
     out.print(f"           guarantee: {g['guarantee']}")
     u = g["unseen"]
     out.print(f"           what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
               f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
               f"frequencies above {u['ruled_out_95']:.3f} at 95%")
-    table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)", "reachable")
+    table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)",
+                  "each look can stop for", "reachable")
     rows = g["levels"]
     shown = rows if len(rows) <= 6 else rows[:3] + rows[-3:]
     for row in shown:
         incs = row["increments"]
         table.add_row(
             str(row["trial"]), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]), fmt_p(row["min_p_first"]),
-            "yes" if row["reachable"] else "[red]no[/]",
+            look_stops_text(g["looks"], row["stops"]), "yes" if row["reachable"] else "[red]no[/]",
         )
     out.print(table)
     b = r["budget"]
@@ -153,3 +161,46 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         out.print(f"[yellow]warning[/]: {warning}")
     if not r["unsupported"]:
         out.print("[green]contract OK[/]")
+
+
+def state_text(r: dict[str, Any]) -> str:
+    """A run's state for people: `stopped (budget_exhausted: max_wall)`, `interrupted` (its stop
+    reason is the state itself, not repeated), `running`."""
+    reason = r.get("stop_reason")
+    if not reason or reason == r["state"]:
+        return str(r["state"])
+    return f"{r['state']} ({reason}" + (f": {r['stop_budget']}" if r.get("stop_budget") else "") + ")"
+
+
+def holdout_text(h: dict[str, Any] | None, promotions: int) -> str:
+    """The holdout line of `status`: the final champion against the baseline on units no
+    decision used, or why there is none."""
+    if h is None:
+        return ("holdout: none (nothing was promoted: the champion is the baseline)" if not promotions
+                else "holdout: not measured yet (it runs when the run stops)")
+    return (f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
+            f"{h.get('verdict') or '-'}, estimate {fmt_num(h['estimate'])} {fmt_interval(h['interval'])}, "
+            f"p {fmt_p(h['p_value'])}")
+
+
+def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
+    """`ratchet status` for people: state and stop reason (with a budget stop's detail), champion,
+    holdout, budget, one row per attempt; warnings on `err`."""
+    out.print(f"run [bold]{escape(str(r['run_id']))}[/]: {escape(state_text(r))}")
+    if r.get("stop_detail"):
+        out.print(f"  {escape(r['stop_detail'])}")
+    c = r["champion"]
+    out.print(f"champion: {('attempt ' + str(c['attempt'])) if c['attempt'] else 'baseline'} "
+              f"commit {str(c['commit'])[:10]} estimate {fmt_num(c['estimate'])}; promotions {r['promotions']}")
+    out.print(escape(holdout_text(r.get("holdout"), r["promotions"])))
+    used, limits = r["budget"]["used"], r["budget"]["limits"]
+    out.print(f"budget: attempts {used['attempts']}/{limits.get('max_attempts')}, job-units {used['evaluations']}, "
+              f"cpu h {used['cpu_hours']:.3f}, wall {used['wall_s']:.0f}s")
+    table = Table("#", "summary", "verdict", "reason", "estimate", "interval", "p", "units")
+    for a in r["attempts"]:
+        table.add_row(str(a["attempt"]), escape((a.get("summary") or "")[:40]), str(a["verdict"] or "-"),
+                      escape(str(a["reason"] or "-")), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
+                      fmt_p(a["p_value"]), str(a["units"] or "-"))
+    out.print(table)
+    for w in r.get("warnings", []):
+        err.print(f"[yellow]warning[/]: {escape(w)}")

@@ -60,6 +60,7 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
         "state": run_state,
         "stop_reason": state.stop_reason if run_state != "running" else None,
         "stop_budget": state.stop_budget,
+        "stop_detail": state.stop_detail if run_state != "running" else None,
         "kernel_pid": lock_holder,
         "baseline": {"commit": state.baseline.commit, "tree": state.baseline.tree},
         "champion": {

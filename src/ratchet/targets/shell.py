@@ -22,7 +22,18 @@ from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.metric import parse_metric
 
 STDERR_LINE_CHARS = 200
-"""Characters of a failed job's last stderr line quoted in its reason."""
+"""Characters of each stderr line quoted in a failed job's reason."""
+
+STDERR_TAIL_LINES = 6
+"""Last lines of a failed job's stderr quoted in its reason (a Python traceback's error and the
+lines that lead to it)."""
+
+
+def stderr_excerpt(stderr_tail: str) -> str:
+    """The last STDERR_TAIL_LINES non-blank lines of `stderr_tail`, each cut to STDERR_LINE_CHARS,
+    joined by newlines ("" when there are none)."""
+    lines = [line[:STDERR_LINE_CHARS] for line in stderr_tail.strip().splitlines() if line.strip()]
+    return "\n".join(lines[-STDERR_TAIL_LINES:])
 
 
 @dataclass(frozen=True)
@@ -112,7 +123,7 @@ class ShellJobs:
             reading = parse_metric(stdout, self.metric)
             state, value, reason = reading.state, reading.value, reading.reason
         elif result.state != "ok" and result.stderr_tail.strip():
-            reason = f"{reason}; stderr: {result.stderr_tail.strip().splitlines()[-1][:STDERR_LINE_CHARS]}"
+            reason = f"{reason}; stderr (last lines):\n{stderr_excerpt(result.stderr_tail)}"
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, state, value, reason,
                         result.elapsed_s, result.cpu_s, False, 1)
         return self._outcome(m)

@@ -20,15 +20,22 @@ def render_report(
     promotions: Sequence[Mapping[str, Any]],
     plots: Sequence[str] = (),
     splits: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    val_trials: int = 0,
 ) -> str:
     """Markdown for one run. `status` is the `ratchet status` result; `gate` and `target` the
     contract's sections as dicts; `promotions` the champion.promoted data in order; `plots` paths
     relative to the report; `splits` (examples targets) the final champion's pass rates per split
-    as recorded with the holdout judgment."""
+    as recorded with the holdout judgment; `warnings` those recorded when the run started (trials
+    that can never accept, with the fix); `val_trials` (examples) the trials measured on val."""
     lines = [f"# Ratchet report: {campaign}", "", f"Run `{status['run_id']}` — state **{status['state']}**, "
              f"stop reason **{status['stop_reason'] or '-'}**"
              + (f" ({status['stop_budget']})" if status.get("stop_budget") else "") + ".", ""]
-    lines += _headline(status, target)
+    if status.get("stop_detail"):
+        lines += [f"Why it stopped: {status['stop_detail']}.", ""]
+    if warnings:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+    lines += _headline(status, target, val_trials)
     if splits:
         lines += _splits(splits)
     lines += _history(promotions)
@@ -40,9 +47,9 @@ def render_report(
     return "\n".join(lines) + "\n"
 
 
-def _headline(status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+def _headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | None) -> list[str]:
     out = ["## Headline: the holdout", ""]
-    for paragraph in text.headline(status, target):
+    for paragraph in text.headline(status, target, val_trials):
         out += [paragraph, ""]
     return out
 
@@ -56,12 +63,22 @@ def _history(promotions: Sequence[Mapping[str, Any]]) -> list[str]:
     return out + [""]
 
 
+REASON_CELL_CHARS = 120
+"""Characters of an attempt's reason shown in the attempts table; a longer or multi-line reason
+(a failure's stderr lines) is given in full under the table."""
+
+
 def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
     out = ["## Attempts", "", "| # | summary | verdict | estimate | interval | p | level | units | reason |",
            "|---|---|---|---|---|---|---|---|---|"]
+    in_full = []
     for a in attempts:
         summary = (a.get("summary") or "").replace("|", "\\|")[:60]
-        reason = (a.get("reason_text") or a.get("reason") or "").replace("|", "\\|")[:120]
+        text = (a.get("reason_text") or a.get("reason") or "").strip()
+        reason = " ".join(text.split()).replace("|", "\\|")
+        if len(reason) > REASON_CELL_CHARS or "\n" in text:
+            reason = reason[:REASON_CELL_CHARS].rstrip() + f" ... (in full below, attempt {a['attempt']})"
+            in_full.append((a["attempt"], text))
         if a.get("confirm"):
             c = a["confirm"]
             reason += f" Confirmation: {c['verdict']}, {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}."
@@ -70,7 +87,12 @@ def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{fmt_interval(a.get('interval'))} | {fmt_p(a.get('p_value'))} | {fmt_p(a.get('level'))} | "
             f"{a.get('units') or '-'} | {reason} |"
         )
-    return out + [""]
+    out.append("")
+    if in_full:
+        out += ["### Reasons in full", ""]
+        for attempt, text in in_full:
+            out += [f"Attempt {attempt}:", "", "```text", text.replace("```", "` ` `"), "```", ""]
+    return out
 
 
 def _splits(splits: Mapping[str, Any]) -> list[str]:

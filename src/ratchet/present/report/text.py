@@ -23,9 +23,10 @@ TEST_ONCE = (
 )
 
 
-def headline(status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+def headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | None = None) -> list[str]:
     """The holdout headline as paragraphs. `status`: the `ratchet status` result; `target`: the
-    contract's target section as a dict."""
+    contract's target section as a dict; `val_trials`: how many candidates an examples run measured
+    on val (said next to the test split's number)."""
     h = status.get("holdout")
     metric = target.get("metric") or "pass rate"
     if status["promotions"] == 0:
@@ -36,7 +37,12 @@ def headline(status: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
         return [
             f"The final champion against the original baseline on the **test split ({h['units']} examples, "
             f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}** "
-            f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])})."
+            f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])}).",
+            "This is the run's only headline number: the test split was measured once, at the end. The "
+            + (f"{val_trials} val trial{'' if val_trials == 1 else 's'} (candidates measured on val)"
+               if val_trials is not None else "val trials")
+            + " all reused the same val split while the agents learned from their verdicts, so val pass rates "
+            "and the promoted trials' estimates are biased upward.",
         ]
     return [
         f"The final champion against the original baseline on **{h['units']} fresh units** "
@@ -59,16 +65,24 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
     (looks, confirmation) for benchmarks or the reuse of val for examples."""
     if gate["multiplicity"] == "campaign":
         rule = (
-            "Multiplicity `campaign`: trial t is tested at level alpha * w_t with front-loaded weights "
-            "summing to at most 1 over budget.max_attempts (a Bonferroni-type allocation, valid under any "
-            "dependence between trials), so the probability that this run promoted anything false is at "
-            "most alpha."
+            "Multiplicity `campaign`: attempt t gets level alpha * w_t (front-loaded weights summing to 1 over "
+            "budget.max_attempts), plus the level of the attempt before it when that one was promoted or "
+            "decided without jobs (online fallback, Tian & Ramdas 2021: valid however the agents adapt, as "
+            "levels depend only on the past). With confirmation the attempt's level is split between its "
+            "trial and its confirmation on fresh units (their product stays within it). So the probability "
+            "that this run promoted any candidate whose true gain over the champion it faced is at most the "
+            "margin is at most alpha, provided each trial's test is valid for that candidate's differences: "
+            "see the test's guarantee below."
         )
     else:
         rule = (
             "Multiplicity `trial`: every trial is tested at alpha. False promotions accumulate over a long "
             "run: with many attempts, some promotion is likely to be noise."
         )
+    test = (gate.get("test") or "guarded_sign_flip") if target.get("kind") != "examples" else "binary"
+    from ratchet.core.stats.guarantee import guarantee as test_guarantee
+
+    rule += f" The test: {test_guarantee(test)}"
     if target.get("kind") == "examples":
         return [rule, (
             "Examples: every trial measures on the same val split (exact McNemar on the discordant "
