@@ -75,10 +75,12 @@ def units_to_reach(level: float, looks: Sequence[int], kind: Kind, margin: float
 
 def level_rows(contract: Contract, looks: Sequence[int]) -> list[LevelRow]:
     """The level schedule of the contract's trials with `looks` (the target's trial looks: gate.units,
-    clamped to the val split for examples). Raises like core.stats.multiplicity.level_schedule."""
+    clamped to the val split for examples), each trial's level split with its confirmation when a
+    benchmark confirms. Raises like core.stats.multiplicity.level_schedule."""
     gate = contract.gate
+    confirm = gate.confirm and contract.target.kind == "benchmark"
     return level_schedule(gate.alpha, gate.multiplicity, contract.budget.max_attempts, tuple(looks),
-                          score_kind(contract), gate.min_effect)
+                          score_kind(contract), gate.min_effect, confirm=confirm)
 
 
 def _unit_word(contract: Contract) -> str:
