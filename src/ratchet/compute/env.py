@@ -16,7 +16,7 @@ from ratchet.core.errors import RatchetError
 RATCHET_JOB_VARS = ("RATCHET_JOB_ID", "RATCHET_VARIANT", "RATCHET_UNIT")
 """Variables Ratchet sets for every job (the job id, the variant, the unit)."""
 
-RESERVED_ENV = ("PATH", "HOME", "LANG", "TMPDIR", *RATCHET_JOB_VARS)
+RESERVED_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "CUDA_VISIBLE_DEVICES", *RATCHET_JOB_VARS)
 """Variables a contract's `seed_env` (or an extra variable) may not name; also any LD_* or PYTHON*."""
 
 RESERVED_PREFIXES = ("LD_", "PYTHON")
