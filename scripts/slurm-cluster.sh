@@ -11,7 +11,8 @@
 # The node declares RATCHET_SLURM_CPUS CPUs (default 8, more than the machine may have, so array
 # throttles are observable), RATCHET_SLURM_GPUS fake GPUs as a generic resource (default 4, no
 # device files: Slurm counts them, nothing binds them) and RATCHET_SLURM_MEM_MB MiB of memory.
-# No slurmdbd: finished jobs are visible through `scontrol show job` for MinJobAge seconds.
+# No slurmdbd: finished jobs are visible through `scontrol show job` for MinJobAge (30) seconds,
+# above the executor's default poll_max_s (15), then forgotten (the wrapper's outcome file remains).
 # Memory limits: cgroup (task/cgroup, ConstrainRAMSpace) when this machine's cgroups let slurmd
 # start with it, else the accounting poller kills a step over its --mem (OverMemoryKill).
 set -euo pipefail
@@ -93,7 +94,7 @@ $params
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 GresTypes=gpu
-MinJobAge=5
+MinJobAge=30
 KillWait=2
 InactiveLimit=0
 MessageTimeout=20

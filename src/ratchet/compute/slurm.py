@@ -5,16 +5,20 @@ Every task runs `slurm_task.py` (copied to `jobs_dir/.slurm/task.py`), which run
 local executor would (its argv in its workdir with its exact environment, stdin from a file, the
 same bwrap sandbox, capped outputs, stopped at its timeout) and writes `jobs_dir/<job_id>/
 outcome.json`. `wait` polls the scheduler with one `scontrol -o show job <array>` per unfinished
-array per round, backing off from `poll_min_s` to `poll_max_s` while nothing changes, until every
-task is in a terminal state; then the outcome file and the scheduler's word make the JobResult
-(`slurm_states.compose_result`), also written to `jobs_dir/<job_id>/result.json` as locally.
-sbatch gets `--export=NONE`: the operator's environment (API keys) never reaches a node.
+array per round, the interval growing by BACKOFF_FACTOR per round from `poll_min_s` to `poll_max_s`
+(so a batch running T seconds costs at most `max_poll_rounds(T)` calls per array, however many
+tasks it has), until every task is in a terminal state; then the outcome file and the scheduler's
+word make the JobResult (`slurm_states.compose_result`), also written to
+`jobs_dir/<job_id>/result.json` as locally.
+sbatch gets `--export=NIL` (Slurm >= 20.11): the submitting environment (API keys) never reaches a
+node, and no login environment is loaded there either (`NONE` would run a login shell per task).
 `scheduler_calls` counts every sbatch, scontrol and scancel call.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shlex
@@ -54,7 +58,7 @@ SCHEDULER_UNREACHABLE_S = 900.0
 """Seconds of failed scheduler polls after which the unfinished tasks end `unknown`."""
 
 BACKOFF_FACTOR = 1.5
-"""Poll interval growth per round in which no task ended."""
+"""Poll interval growth per round, from poll_min_s up to poll_max_s (see `max_poll_rounds`)."""
 
 SLURM_DIR = ".slurm"
 """Under jobs_dir: the wrapper, the tasks files and Slurm's own per-task logs."""
@@ -177,14 +181,15 @@ class SlurmExecutor:
         s = self.settings
         python = s.python or sys.executable
         argv = ["sbatch", "--parsable", "--hold", f"--array=0-{len(group) - 1}%{self.max_parallel}",
-                f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NONE", "--job-name=ratchet",
+                f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NIL", "--job-name=ratchet",
                 f"--output={tag.resolve()}/%a.log", f"--chdir={tag.resolve()}"]
         argv += [f"--mem={memory_mb}M"] if memory_mb else []
         argv += [f"--gres=gpu:{gpus}"] if gpus else []
         for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
             argv += [f"--{flag}={value}"] if value else []
         argv += list(s.extra_args)
-        argv += ["--wrap", shlex.join(["exec", python, str(wrapper.resolve()), str((tag / "tasks").resolve())])]
+        wrap = ["exec", python, "-I", "-S", str(wrapper.resolve()), str((tag / "tasks").resolve())]
+        argv += ["--wrap", shlex.join(wrap)]
         out = self._call("sbatch", argv)
         try:
             array_id = parse_array_id(out)
@@ -238,7 +243,7 @@ class SlurmExecutor:
             open_tasks = [t for t in batch.tasks if t.result is None]
             if not open_tasks:
                 return
-            ended, failed = 0, False
+            failed = False
             by_array: dict[str, list[_Task]] = {}
             for task in open_tasks:
                 by_array.setdefault(task.array_id, []).append(task)
@@ -247,20 +252,18 @@ class SlurmExecutor:
                 if records is None:
                     failed = True
                     continue
-                ended += sum(self._settle(task, records.get(task.index), batch.on_result) for task in tasks)
+                for task in tasks:
+                    self._settle(task, records.get(task.index), batch.on_result)
             now = time.monotonic()
             failing_since = (failing_since or now) if failed else None
             if failing_since is not None and now - failing_since > SCHEDULER_UNREACHABLE_S:
                 for task in [t for t in batch.tasks if t.result is None]:
                     self._finish(task, None, None, batch.on_result)
                 return
-            if ended:
-                interval = max(self.settings.poll_min_s, interval / BACKOFF_FACTOR)
-            else:
-                interval = min(self.settings.poll_max_s, interval * BACKOFF_FACTOR)
             if any(t.result is None for t in batch.tasks):
                 self._wake.wait(interval)
                 self._wake.clear()
+                interval = min(self.settings.poll_max_s, interval * BACKOFF_FACTOR)
 
     def _show_array(self, array_id: str) -> dict[int, TaskRecord] | None:
         """The array's task records ({} when the scheduler forgot the whole array; None when the
@@ -272,19 +275,18 @@ class SlurmExecutor:
                 return {}
             return None
 
-    def _settle(self, task: _Task, record: TaskRecord | None, on_result: OnResult | None) -> bool:
-        """Give `task` its result if it ended (or was forgotten long enough); True if it did."""
+    def _settle(self, task: _Task, record: TaskRecord | None, on_result: OnResult | None) -> None:
+        """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S)."""
         if record is not None and not record.terminal:
             task.missing_since = None
-            return False
+            return
         outcome = self._read_outcome(task, record)
         if record is None and outcome is None:
             now = time.monotonic()
             task.missing_since = task.missing_since or now
             if now - task.missing_since < FORGOTTEN_GRACE_S:
-                return False
+                return
         self._finish(task, outcome, record, on_result)
-        return True
 
     def _read_outcome(self, task: _Task, record: TaskRecord | None) -> dict | None:
         """This attempt's outcome.json, or None (absent, unreadable, or left by an earlier attempt
@@ -377,6 +379,14 @@ class SlurmExecutor:
             raise SchedulerError(f"slurm.{name}", f"{shlex.join(argv[:4])} failed: {proc.stderr.strip()}",
                                  hint="check `sinfo` and the [compute.slurm] settings")
         return proc.stdout
+
+
+def max_poll_rounds(elapsed_s: float, poll_min_s: float, poll_max_s: float) -> int:
+    """The most polls `wait` makes per array over `elapsed_s` seconds: the rounds of geometric
+    growth (factor BACKOFF_FACTOR) from poll_min_s to poll_max_s, then one per poll_max_s, plus the
+    first and the last."""
+    growth = math.ceil(math.log(poll_max_s / poll_min_s, BACKOFF_FACTOR)) if poll_max_s > poll_min_s else 0
+    return growth + math.ceil(elapsed_s / poll_max_s) + 2
 
 
 def _as_cancelled(result: JobResult) -> JobResult:
