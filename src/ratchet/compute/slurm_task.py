@@ -44,7 +44,7 @@ class Capped:
 
     def __init__(self, fd, path, cap):
         self.fd, self.cap = fd, max(0, cap)
-        self.out = open(path, "wb")
+        self.out = open(path, "wb", buffering=0)  # unbuffered: the file shows output as it comes
         self.written = 0
         self.truncated = False
         self.tail = b""
@@ -58,7 +58,9 @@ class Capped:
                 break
             room = self.cap - self.written
             if room > 0:
-                self.out.write(data[:room])
+                view = memoryview(data)[:room]
+                while view:
+                    view = view[self.out.write(view):]
                 self.written += min(room, len(data))
             if len(data) > max(room, 0):
                 self.truncated = True
