@@ -20,6 +20,7 @@ from ratchet.compute.base import Resources
 from ratchet.compute.slurm import SlurmExecutor, max_poll_rounds
 from ratchet.compute.slurm_states import parse_show_job
 from ratchet.core.contract import SlurmSection
+from ratchet.core.errors import SandboxError
 
 FAST = SlurmSection(poll_min_s=0.2, poll_max_s=2.0, time_grace_s=0.0)
 """Poll settings for short test jobs (a cluster's defaults are 0.5 s to 15 s)."""
@@ -133,6 +134,7 @@ from ratchet.compute.base import JobSpec
 from ratchet.compute.env import job_env
 from ratchet.compute.slurm import SlurmExecutor
 from ratchet.core.contract import SlurmSection
+from ratchet.core.errors import SandboxError
 
 jobs, work, counters, recorded = map(Path, sys.argv[1:5])
 specs = [JobSpec(f"k{i}", ("/bin/sh", "-c", f'echo run >> {counters}/k{i}; sleep 2; echo done-k{i}'), work,
@@ -258,3 +260,19 @@ def test_gpu_tasks_get_their_own_devices_and_are_capped_by_the_cluster(work, job
     assert max(int(r.stdout_tail.split()[0]) for r in results) <= 2, "4 GPUs hold at most 2 jobs of 2 GPUs"
     devices = [r.stdout_tail.split()[-1].split(",") for r in results]
     assert all(len(d) == 2 and set(d) <= {"0", "1", "2", "3"} for d in devices), devices
+
+
+@needs_bwrap
+def test_sandbox_preflight_runs_on_a_node(jobs_dir):
+    ex = SlurmExecutor(jobs_dir, 2, FAST)
+    assert ex.probe_sandbox("auto") == "bwrap"
+    assert ex.probe_sandbox("none") == "none"
+    assert ex.calls["probe"] == 1
+
+
+def test_sandbox_preflight_that_fails_on_the_node_refuses_bwrap_and_auto_runs_bare(jobs_dir):
+    broken = SlurmExecutor(jobs_dir, 2, FAST.model_copy(update={"python": "/nonexistent/python3"}))
+    with pytest.raises(SandboxError) as err:
+        broken.probe_sandbox("bwrap")
+    assert err.value.code == "sandbox.unavailable"
+    assert broken.probe_sandbox("auto") == "none"

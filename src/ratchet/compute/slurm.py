@@ -33,10 +33,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ratchet.compute import slurm_task
-from ratchet.compute.base import Batch, JobResult, JobSpec, OnResult, OnSubmit, run_jobs
+from ratchet.compute.base import (
+    Batch,
+    JobResult,
+    JobSpec,
+    OnResult,
+    OnSubmit,
+    SandboxMode,
+    SandboxSpec,
+    run_jobs,
+)
+from ratchet.compute.env import default_path
 from ratchet.compute.local import _check_ids
 from ratchet.compute.outcome import write_result
-from ratchet.compute.sandbox import wrap_argv
+from ratchet.compute.sandbox import PROBE_TIMEOUT_S, SandboxSetting, wrap_argv
 from ratchet.compute.slurm_states import (
     TaskRecord,
     compose_result,
@@ -45,7 +55,7 @@ from ratchet.compute.slurm_states import (
     time_limit_minutes,
 )
 from ratchet.core.contract import SlurmSection
-from ratchet.core.errors import RatchetError
+from ratchet.core.errors import RatchetError, SandboxError
 
 SCHEDULER_CALL_TIMEOUT_S = 60.0
 """Seconds one sbatch / scontrol / scancel call may take before it counts as failed."""
@@ -313,6 +323,36 @@ class SlurmExecutor:
         task.result = result
         if on_result is not None:
             on_result(result)
+
+    def probe_sandbox(self, mode: SandboxSetting, timeout_s: float = PROBE_TIMEOUT_S) -> SandboxMode:
+        """The sandbox jobs will run under on the nodes, checked by a preflight task that runs a
+        sandboxed `python -c pass` there (under `jobs_dir/.slurm/probe/`): "bwrap" when it works
+        and `mode` is auto or bwrap, "none" for none or auto without a working bwrap. Raises
+        SandboxError `sandbox.unavailable` (with what the node said) when mode is bwrap and it does
+        not work there; SchedulerError when the probe cannot be submitted."""
+        if mode == "none":
+            return "none"
+        probe = (self.jobs_dir / SLURM_DIR / "probe").resolve()
+        work = probe / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        python = self.settings.python or sys.executable
+        env = {"PATH": default_path(), "LANG": "C.UTF-8"}
+        job = JobSpec(f"sandbox-probe-{secrets.token_hex(3)}", (python, "-c", "pass"), work, env, timeout_s,
+                      sandbox=SandboxSpec("bwrap"))
+        prober = SlurmExecutor(probe / "jobs", 1, self.settings)
+        (result,) = prober.run([job])
+        self.calls.update(prober.calls)
+        self.calls["probe"] += 1
+        if result.state == "ok":
+            return "bwrap"
+        if mode == "bwrap":
+            raise SandboxError(
+                "sandbox.unavailable",
+                f"sandbox.mode is bwrap but the sandbox does not work on the Slurm nodes: {result.reason}: "
+                f"{result.stderr_tail.strip()[-300:]}",
+                hint='install bubblewrap on the nodes (and allow user namespaces), or set sandbox.mode = "auto"',
+            )
+        return "none"
 
     # --- reattach, cancel, close ---------------------------------------------------------------
 

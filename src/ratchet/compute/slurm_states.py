@@ -150,6 +150,12 @@ def time_limit_minutes(timeout_s: float, grace_s: float) -> int:
     return max(1, math.ceil((timeout_s + grace_s) / 60.0))
 
 
+def scheduler_says(record: TaskRecord) -> str:
+    """The scheduler's account in a reason: "Slurm: OUT_OF_MEMORY (OutOfMemory)", "Slurm: CANCELLED"."""
+    why = f" ({record.reason})" if record.reason not in ("", "None") else ""
+    return f"Slurm: {record.state}{why}"
+
+
 def compose_result(
     job_id: str,
     external_id: str,
@@ -175,7 +181,7 @@ def compose_result(
         reason = "the scheduler forgot the task and its wrapper left no outcome"
         state: JobState = "unknown"
     elif outside is not None:
-        state, reason = outside, f"{record.state} ({record.reason}); the wrapper left no outcome"
+        state, reason = outside, f"{scheduler_says(record)}; the wrapper left no outcome"
     else:
         state, reason = "unknown", f"the scheduler says {record.state} but the wrapper left no outcome"
     elapsed = record.run_time_s if record is not None else 0.0
@@ -202,7 +208,7 @@ def _from_outcome(
         ended_by = {"timeout": "timeout", "signal": "cancel"}.get(outcome.get("ended_by") or "")
         state, exit_code, sig, reason = describe_end(int(status), ended_by, timeout_s, 0)
     if outside is not None and state != "ok" and record is not None:
-        state, reason = outside, f"{record.state} ({record.reason}); {reason}"
+        state, reason = outside, f"{scheduler_says(record)}; {reason}"
     return JobResult(
         job_id=job_id,
         state=state,

@@ -1,0 +1,32 @@
+"""The executor factory: the backend and the jobs-at-once cap come from [compute]."""
+
+from __future__ import annotations
+
+import pytest
+
+from ratchet.compute.factory import make_executor
+from ratchet.compute.local import LocalExecutor
+from ratchet.compute.slurm import SlurmExecutor
+from ratchet.core.contract import ComputeSection, SlurmSection
+from ratchet.core.errors import RatchetError, UnsupportedError
+
+
+def test_slurm_backend_gets_its_settings_and_the_gpu_cap(tmp_path):
+    compute = ComputeSection(backend="slurm", max_parallel=8, gpus_per_job=2, max_concurrent_gpus=4,
+                             slurm=SlurmSection(partition="gpu"))
+    ex = make_executor(compute, tmp_path)
+    assert isinstance(ex, SlurmExecutor) and ex.backend == "slurm"
+    assert ex.max_parallel == 2 and ex.settings.partition == "gpu"
+
+
+def test_local_backend_keeps_max_parallel(tmp_path):
+    with make_executor(ComputeSection(max_parallel=3), tmp_path) as ex:
+        assert isinstance(ex, LocalExecutor) and ex.max_parallel == 3
+
+
+def test_gpu_jobs_are_refused_locally_and_when_no_job_fits(tmp_path):
+    with pytest.raises(UnsupportedError):
+        make_executor(ComputeSection(gpus_per_job=1, gpus=[0]), tmp_path)
+    with pytest.raises(RatchetError) as err:
+        make_executor(ComputeSection(backend="slurm", gpus_per_job=4, max_concurrent_gpus=2), tmp_path)
+    assert err.value.code == "compute.gpus_too_few"
