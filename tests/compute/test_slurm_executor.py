@@ -276,3 +276,10 @@ def test_sandbox_preflight_that_fails_on_the_node_refuses_bwrap_and_auto_runs_ba
         broken.probe_sandbox("bwrap")
     assert err.value.code == "sandbox.unavailable"
     assert broken.probe_sandbox("auto") == "none"
+
+
+def test_wrapper_that_cannot_start_leaves_unknown_with_slurms_log(work, jobs_dir):
+    broken = SlurmExecutor(jobs_dir, 2, FAST.model_copy(update={"python": "/nonexistent/python3"}))
+    (result,) = broken.run([spec("w", "true", work)])
+    assert (result.state, result.scheduler_state) == ("unknown", "FAILED")
+    assert "/nonexistent/python3" in result.stderr_tail

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ratchet.compute import slurm_task
 from ratchet.compute.base import (
+    TAIL_BYTES,
     Batch,
     JobResult,
     JobSpec,
@@ -84,6 +85,7 @@ class _Task:
     array_id: str
     index: int
     timeout_s: float
+    log: Path | None = None  # Slurm's own output of the task (the wrapper's errors); None: unknown
     result: JobResult | None = None
     missing_since: float | None = None
 
@@ -151,20 +153,21 @@ class SlurmExecutor:
         for spec in specs:
             groups.setdefault(self._sbatch_resources(spec), []).append(spec)
         batch = _SlurmBatch([], on_result)
-        for resources, group in groups.items():
-            array_id = self._submit_array(wrapper, resources, group)
-            tasks = [_Task(s.job_id, array_id, i, s.timeout_s) for i, s in enumerate(group)]
-            try:
+        try:
+            for resources, group in groups.items():
+                array_id, tag = self._submit_array(wrapper, resources, group)
+                batch.arrays.append(array_id)
+                tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log") for i, s in enumerate(group)]
                 for task in tasks:
                     self._known[task.job_id] = task.external_id
                     if on_submit is not None:
                         on_submit(task.job_id, task.external_id)
-            except BaseException:
-                self._scancel([array_id])
-                raise
-            self._call("release", ["scontrol", "release", array_id])
-            batch.tasks.extend(tasks)
-            batch.arrays.append(array_id)
+                self._call("release", ["scontrol", "release", array_id])
+                batch.tasks.extend(tasks)
+        except BaseException:  # nothing unrecorded may run, nor anything of a submit that failed
+            if batch.arrays:
+                self._scancel(batch.arrays)
+            raise
         by_id = {t.job_id: t for t in batch.tasks}
         batch.tasks = [by_id[s.job_id] for s in specs]
         return Batch(tuple(s.job_id for s in specs), batch)
@@ -182,7 +185,8 @@ class SlurmExecutor:
         r = spec.resources
         return (time_limit_minutes(spec.timeout_s, self.settings.time_grace_s), r.cpus, r.memory_mb, r.gpus)
 
-    def _submit_array(self, wrapper: Path, resources: tuple, group: list[JobSpec]) -> str:
+    def _submit_array(self, wrapper: Path, resources: tuple, group: list[JobSpec]) -> tuple[str, Path]:
+        """sbatch one held array for `group`; (array id, its directory under .slurm/)."""
         minutes, cpus, memory_mb, gpus = resources
         tag = self.jobs_dir / SLURM_DIR / f"b-{secrets.token_hex(4)}"
         tag.mkdir(parents=True)
@@ -206,7 +210,7 @@ class SlurmExecutor:
         except ValueError as exc:
             raise SchedulerError("slurm.sbatch", str(exc)) from exc
         self._arrays.add(array_id)
-        return array_id
+        return array_id, tag
 
     def _prepare_job_dir(self, spec: JobSpec) -> Path:
         job_dir = self.jobs_dir / spec.job_id
@@ -315,6 +319,8 @@ class SlurmExecutor:
         stdout = job_dir / "stdout"
         result = compose_result(task.job_id, task.external_id, outcome, record, task.timeout_s,
                                 stdout if stdout.exists() else None)
+        if outcome is None and task.log is not None and task.log.exists():
+            result = replace(result, stderr_tail=_tail(task.log))
         if task.job_id in self._cancelled and result.state not in ("ok", "cancelled"):
             result = _as_cancelled(result)
         shutil.rmtree(job_dir / "scratch", ignore_errors=True)
@@ -427,6 +433,13 @@ def max_poll_rounds(elapsed_s: float, poll_min_s: float, poll_max_s: float) -> i
     first and the last."""
     growth = math.ceil(math.log(poll_max_s / poll_min_s, BACKOFF_FACTOR)) if poll_max_s > poll_min_s else 0
     return growth + math.ceil(elapsed_s / poll_max_s) + 2
+
+
+def _tail(path: Path) -> str:
+    """The last TAIL_BYTES of a file, decoded with replacement."""
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL_BYTES))
+        return f.read().decode("utf-8", "replace")
 
 
 def _as_cancelled(result: JobResult) -> JobResult:
