@@ -8,7 +8,7 @@ from ratchet.compute.factory import make_executor
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.slurm import SlurmExecutor
 from ratchet.core.contract import ComputeSection, SlurmSection
-from ratchet.core.errors import RatchetError, UnsupportedError
+from ratchet.core.errors import RatchetError
 
 
 def test_slurm_backend_gets_its_settings_and_the_gpu_cap(tmp_path):
@@ -24,9 +24,11 @@ def test_local_backend_keeps_max_parallel(tmp_path):
         assert isinstance(ex, LocalExecutor) and ex.max_parallel == 3
 
 
-def test_gpu_jobs_are_refused_locally_and_when_no_job_fits(tmp_path):
-    with pytest.raises(UnsupportedError):
-        make_executor(ComputeSection(gpus_per_job=1, gpus=[0]), tmp_path)
+def test_gpu_jobs_need_enough_devices(tmp_path):
+    with make_executor(ComputeSection(max_parallel=4, gpus_per_job=1, gpus=[0, 1]), tmp_path) as ex:
+        assert ex.max_parallel == 2 and ex.gpu_pool.devices == ("0", "1")
+    with pytest.raises(RatchetError):
+        make_executor(ComputeSection(gpus_per_job=1), tmp_path)
     with pytest.raises(RatchetError) as err:
         make_executor(ComputeSection(backend="slurm", gpus_per_job=4, max_concurrent_gpus=2), tmp_path)
     assert err.value.code == "compute.gpus_too_few"

@@ -1,15 +1,17 @@
 """GPUs: which devices a local job gets, how many GPU jobs run at once, and GPU-hour budgets.
 
-Pure: no processes, no files, no clock. The local backend hands out devices from the declared list
-`compute.gpus` through a `GpuPool` (never two jobs on one device) and tells the job through
-CUDA_VISIBLE_DEVICES; on Slurm the scheduler picks the devices and sets the variable itself.
-GPU-hours are reserved when a job is submitted (its walltime asked x its GPUs, the most it can use)
-and settled when it ends (its elapsed time x its GPUs), so a run that checks `GpuHours.can_reserve`
-before each submission never spends more than `budget.max_gpu_hours`.
+Pure but for `gpu_device_nodes` (one directory listing): no processes, no clock. The local backend
+hands out devices from the declared list `compute.gpus` through a `GpuPool` (never two jobs on one
+device) and tells the job through CUDA_VISIBLE_DEVICES; on Slurm the scheduler picks the devices
+and sets the variable itself. GPU-hours are reserved when a job is submitted (its walltime asked x
+its GPUs, the most it can use) and settled when it ends (its elapsed time x its GPUs), so a run
+that checks `GpuHours.can_reserve` before each submission never spends more than
+`budget.max_gpu_hours`.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,16 @@ def gpu_env(devices: Sequence[str]) -> dict[str, str]:
     """The variables telling a job its devices: {"CUDA_VISIBLE_DEVICES": "0,3"}; for no device
     an empty value (CUDA then sees no GPU, rather than every GPU of the machine)."""
     return {CUDA_VISIBLE_DEVICES: ",".join(devices)}
+
+
+def gpu_device_nodes(dev: str = "/dev") -> list[str]:
+    """The NVIDIA device nodes under `dev` (`/dev/nvidia0`, `/dev/nvidiactl`, `/dev/nvidia-uvm`...),
+    bound into a GPU job's sandbox; CUDA_VISIBLE_DEVICES says which GPUs the job may use. Reads
+    one directory listing (the only effect in this module)."""
+    try:
+        return [f"{dev}/{name}" for name in sorted(os.listdir(dev)) if name.startswith("nvidia")]
+    except OSError:
+        return []
 
 
 def jobs_at_once(max_parallel: int, gpus_per_job: int, max_concurrent_gpus: int, declared: int = 0) -> int:

@@ -138,12 +138,14 @@ def wrap_argv(
     env: Mapping[str, str],
     python_prefixes: Sequence[str] | None = None,
     bwrap: str | None = None,
+    devices: Sequence[str] = (),
 ) -> list[str]:
     """The bwrap command line running `argv` in the sandbox, in `workdir`, with exactly `env`.
 
     workdir, scratch: bound writable on their own (absolute, resolved) paths. network: share the
     host's network (else a private, empty network namespace). python_prefixes: read-only Python dirs
-    (default `default_python_prefixes()`). The mount order matters: /tmp is a tmpfs mounted before the
+    (default `default_python_prefixes()`). devices: device nodes bound into the minimal /dev (a GPU
+    job's `/dev/nvidia*`; missing ones are skipped). The mount order matters: /tmp is a tmpfs mounted before the
     binds, so a checkout that lives under /tmp stays visible.
     """
     args = [bwrap or find_bwrap() or "bwrap"]
@@ -153,6 +155,9 @@ def wrap_argv(
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    for device in devices:
+        if os.path.exists(device):
+            args += ["--dev-bind", device, device]
     bound = [p for p in SYSTEM_DIRS if os.path.isdir(p)]
     prefixes = default_python_prefixes() if python_prefixes is None else python_prefixes
     for prefix in prefixes:
