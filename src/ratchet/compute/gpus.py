@@ -77,6 +77,8 @@ class GpuPool:
         """`n` free devices for `job_id` (() for n == 0), or None when fewer than `n` are free now.
         Raises RatchetError `compute.gpus_too_few` when the pool could never satisfy `n`, and
         `compute.gpus_held` when `job_id` already holds devices."""
+        if n <= 0:
+            return ()
         if n > len(self.devices):
             raise RatchetError(
                 "compute.gpus_too_few",

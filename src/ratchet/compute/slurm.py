@@ -81,6 +81,8 @@ class SchedulerError(RatchetError):
 
 @dataclass
 class _Task:
+    """One array task being waited for: its job, `<array_id>_<index>`, and its result once known."""
+
     job_id: str
     array_id: str
     index: int
@@ -96,6 +98,8 @@ class _Task:
 
 @dataclass
 class _SlurmBatch:
+    """The handle of a Slurm batch: its tasks in submission order and the arrays holding them."""
+
     tasks: list[_Task]
     on_result: OnResult | None
     arrays: list[str] = field(default_factory=list)
