@@ -196,7 +196,7 @@ up() {
     fi
     local first
     first=$(head -n 1 "$STATE/slurm.conf")
-    log "up (${first#"$MARK "}), state in $STATE"
+    log "up ${first#"$MARK "}, state in $STATE"
 }
 
 status() {
