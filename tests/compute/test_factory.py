@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ratchet.compute.factory import make_executor
+from ratchet.compute.base import Resources
+from ratchet.compute.factory import job_resources, make_executor
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.slurm import SlurmExecutor
 from ratchet.core.contract import ComputeSection, SlurmSection
@@ -32,3 +33,8 @@ def test_gpu_jobs_need_enough_devices(tmp_path):
     with pytest.raises(RatchetError) as err:
         make_executor(ComputeSection(backend="slurm", gpus_per_job=4, max_concurrent_gpus=2), tmp_path)
     assert err.value.code == "compute.gpus_too_few"
+
+
+def test_job_resources_come_from_compute():
+    compute = ComputeSection(cpus_per_job=4, gpus_per_job=1, memory_mb_per_job=2048)
+    assert job_resources(compute) == Resources(cpus=4, gpus=1, memory_mb=2048)

@@ -127,6 +127,7 @@ BAD = [
     (GOOD + '[compute]\nbackend = "k8s"\n', "contract.invalid", "compute.backend"),
     (GOOD + "[compute]\ngpus = [0, 0]\n", "contract.invalid", "compute.gpus"),
     (GOOD + "[compute]\nmax_concurrent_gpus = -1\n", "contract.invalid", "compute.max_concurrent_gpus"),
+    (GOOD + "[compute]\ncpus_per_job = 0\n", "contract.invalid", "compute.cpus_per_job"),
     (GOOD + "[compute.slurm]\npoll_min_s = 5.0\npoll_max_s = 1.0\n", "contract.invalid", "compute.slurm"),
     (GOOD + "[compute.slurm]\nextra_args = \"--qos=x\"\n", "contract.invalid", "compute.slurm.extra_args"),
     (GOOD + "[compute.slurm]\npartiton = \"gpu\"\n", "contract.unknown_key", "compute.slurm.partiton"),
@@ -233,6 +234,7 @@ def test_slurm_and_gpu_settings():
         "time_grace_s = 30\npoll_max_s = 5.0\n"
     )
     assert c.compute.gpu_devices == ("0", "GPU-1a2b")
+    assert (c.compute.cpus_per_job, c.compute.memory_mb_per_job) == (1, 0)
     assert c.compute.max_concurrent_gpus == 4
     s = c.compute.slurm
     assert (s.partition, s.account, s.qos, s.extra_args) == ("gpu", "lab", "short", ["--constraint=a100"])

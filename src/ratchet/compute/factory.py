@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ratchet.compute.base import Executor
+from ratchet.compute.base import Executor, Resources
 from ratchet.compute.gpus import jobs_at_once
 from ratchet.compute.local import LocalExecutor
 from ratchet.compute.slurm import SlurmExecutor
 from ratchet.core.contract import ComputeSection
 from ratchet.core.errors import RatchetError
+
+
+def job_resources(compute: ComputeSection) -> Resources:
+    """What each job asks: `cpus_per_job`, `gpus_per_job`, `memory_mb_per_job` (JobSpec.resources)."""
+    return Resources(cpus=compute.cpus_per_job, gpus=compute.gpus_per_job, memory_mb=compute.memory_mb_per_job)
 
 
 def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None = None) -> Executor:

@@ -435,6 +435,8 @@ class SlurmSection(_Model):
 class ComputeSection(_Model):
     """[compute]: where jobs run and how many at once.
 
+    cpus_per_job, memory_mb_per_job: what each job asks of a scheduler (`--cpus-per-task`, `--mem`
+    in MiB; 0: the cluster's default); the local backend does not enforce them.
     gpus: the GPU devices the local backend may hand out (ids or UUIDs as CUDA_VISIBLE_DEVICES takes
     them; Slurm picks devices itself). max_concurrent_gpus: GPUs in use at once across jobs (0: all
     of `gpus` locally, unlimited on Slurm); jobs at once are capped at
@@ -444,6 +446,8 @@ class ComputeSection(_Model):
     backend: Literal["local", "slurm"] = "local"
     max_parallel: Annotated[int, Field(ge=1)] = 2
     gpus_per_job: Annotated[int, Field(ge=0)] = 0
+    cpus_per_job: Annotated[int, Field(ge=1)] = 1
+    memory_mb_per_job: Annotated[int, Field(ge=0)] = 0
     gpus: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_:.-]{1,64}$")] | Annotated[int, Field(ge=0)]] = []
     max_concurrent_gpus: Annotated[int, Field(ge=0)] = 0
     slurm: SlurmSection = SlurmSection()
