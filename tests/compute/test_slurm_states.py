@@ -131,3 +131,8 @@ def test_poll_round_bound_grows_with_time_not_with_tasks():
     assert max_poll_rounds(0.0, 0.5, 15.0) == 11
     assert max_poll_rounds(150.0, 0.5, 15.0) == 21
     assert max_poll_rounds(10.0, 1.0, 1.0) == 12
+
+
+def test_requeued_task_says_which_attempt_it_was():
+    result = compose_result("j", "1_0", {**OK_OUTCOME, "restart": 2}, record("COMPLETED", restarts=2), 30.0, None)
+    assert result.state == "ok" and result.reason == "exit code 0 (attempt 3: requeued 2 times)"

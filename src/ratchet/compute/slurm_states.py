@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -171,8 +171,25 @@ def compose_result(
     its exit status decides, except that a task the scheduler ended from outside (TIMEOUT,
     OUT_OF_MEMORY, NODE_FAIL, PREEMPTED, CANCELLED...) takes that state unless it had already
     ended with exit code 0. Without an outcome, only the scheduler's word is known: an outside end
-    maps as above, anything else (even COMPLETED) is `unknown`.
+    maps as above, anything else (even COMPLETED) is `unknown`. A requeued task's reason says
+    which attempt it was (the caller passes only the outcome of that attempt).
     """
+    result = _compose(job_id, external_id, outcome, record, timeout_s, stdout_path)
+    if record is not None and record.restarts:
+        s = "s" if record.restarts > 1 else ""
+        result = replace(result, reason=f"{result.reason} (attempt {record.restarts + 1}: requeued "
+                                        f"{record.restarts} time{s})")
+    return result
+
+
+def _compose(
+    job_id: str,
+    external_id: str,
+    outcome: Mapping[str, Any] | None,
+    record: TaskRecord | None,
+    timeout_s: float,
+    stdout_path: Path | None,
+) -> JobResult:
     word = record.base_state if record is not None else None
     outside = ENDED_FROM_OUTSIDE.get(word or "")
     if outcome is not None:
