@@ -9,8 +9,10 @@
 #   scripts/slurm-cluster.sh status   print the node and partition (exit 1 when not reachable)
 #
 # The node declares RATCHET_SLURM_CPUS CPUs (default 8, more than the machine may have, so array
-# throttles are observable), RATCHET_SLURM_GPUS fake GPUs as a generic resource (default 4, no
-# device files: Slurm counts them, nothing binds them) and RATCHET_SLURM_MEM_MB MiB of memory.
+# throttles are observable), RATCHET_SLURM_GPUS fake GPUs as a generic resource (default 4: device
+# nodes like /dev/null under the state directory, so Slurm schedules them and sets
+# CUDA_VISIBLE_DEVICES) and RATCHET_SLURM_MEM_MB MiB of memory (default 8192; a job without --mem
+# gets 1 GiB per CPU).
 # No slurmdbd: finished jobs are visible through `scontrol show job` for MinJobAge (30) seconds,
 # above the executor's default poll_max_s (15), then forgotten (the wrapper's outcome file remains).
 # Memory limits: cgroup (task/cgroup, ConstrainRAMSpace) when this machine's cgroups let slurmd
@@ -85,7 +87,7 @@ SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,defer_batch
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=64
+DefMemPerCPU=1024
 ProctrackType=$proctrack
 TaskPlugin=$task
 JobAcctGatherType=$gather
