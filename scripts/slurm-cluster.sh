@@ -43,8 +43,11 @@ install_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq munge slurmctld slurmd slurm-client >/dev/null
 }
 
-pid_alive() {  # pid_alive FILE: the pid in FILE is a live process
-    [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+pid_alive() {  # pid_alive FILE NAME: the pid in FILE is a live process called NAME (not a reused pid)
+    local pid
+    [ -s "$1" ] || return 1
+    pid=$(cat "$1")
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ]
 }
 
 cgroups_usable() {  # cgroup v1 memory+freezer hierarchies we may create directories in
@@ -137,7 +140,7 @@ CONF
 }
 
 start_munge() {
-    if pid_alive /run/munge/munged.pid; then return; fi
+    if pid_alive /run/munge/munged.pid munged; then return; fi
     mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
     if [ ! -s /etc/munge/munge.key ]; then
         (umask 077 && dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none)
@@ -146,25 +149,25 @@ start_munge() {
     runuser -u munge -- /usr/sbin/munged
 }
 
-wait_ready() {
-    local i
-    for ((i = 0; i < START_TIMEOUT_S * 2; i++)); do
-        if sinfo -h -o '%t' 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then return 0; fi
+wait_ready() {  # the node is up within START_TIMEOUT_S (each sinfo bounded: it hangs without munged)
+    local deadline=$((SECONDS + START_TIMEOUT_S))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        if timeout 5 sinfo -h -o '%t' 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then return 0; fi
         sleep 0.5
     done
     return 1
 }
 
 start_daemons() {
-    pid_alive "$STATE/slurmctld.pid" || slurmctld -c -f "$STATE/slurm.conf"  # -c: no stale node or job state
-    pid_alive "$STATE/slurmd.pid" || slurmd -f "$STATE/slurm.conf"
+    pid_alive "$STATE/slurmctld.pid" slurmctld || slurmctld -c -f "$STATE/slurm.conf"  # -c: no stale state
+    pid_alive "$STATE/slurmd.pid" slurmd || slurmd -f "$STATE/slurm.conf"
 }
 
 stop_daemons() {
     local name pidfile pid i
     for name in slurmd slurmctld; do
         pidfile=$STATE/$name.pid
-        pid_alive "$pidfile" || continue
+        pid_alive "$pidfile" "$name" || continue
         pid=$(cat "$pidfile")
         kill "$pid" 2>/dev/null || true
         for ((i = 0; i < 40; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
@@ -173,7 +176,8 @@ stop_daemons() {
 }
 
 up() {
-    if pid_alive "$STATE/slurmctld.pid" && pid_alive "$STATE/slurmd.pid" && wait_ready; then
+    if pid_alive /run/munge/munged.pid munged && pid_alive "$STATE/slurmctld.pid" slurmctld \
+        && pid_alive "$STATE/slurmd.pid" slurmd && wait_ready; then
         log "already up ($STATE)"
         return 0
     fi
@@ -202,7 +206,7 @@ up() {
 }
 
 status() {
-    if sinfo -h -o '%P %D %t %c %G' 2>/dev/null && wait_ready; then return 0; fi
+    if timeout 10 sinfo -h -o '%P %D %t %c %G' 2>/dev/null && wait_ready; then return 0; fi
     log "no cluster reachable"
     return 1
 }
