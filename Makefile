@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-countries demo-agent test bench lint clean
+.PHONY: demo demo-countries demo-agent test bench lint clean slurm-up slurm-down slurm-status
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,17 @@ bench: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
+
+# A one-node Slurm cluster on this machine (Debian packages, no systemd): the slurm-marked tests
+# run against it, and `make test` includes them while it is up.
+slurm-up:
+	scripts/slurm-cluster.sh up
+
+slurm-down:
+	scripts/slurm-cluster.sh down
+
+slurm-status:
+	scripts/slurm-cluster.sh status
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

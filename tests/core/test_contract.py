@@ -125,6 +125,14 @@ BAD = [
     (GOOD + "[budget]\nmax_cpu_hours = -1.0\n", "contract.invalid", "budget.max_cpu_hours"),
     (GOOD + "[compute]\nmax_parallel = 0\n", "contract.invalid", "compute.max_parallel"),
     (GOOD + '[compute]\nbackend = "k8s"\n', "contract.invalid", "compute.backend"),
+    (GOOD + "[compute]\ngpus = [0, 0]\n", "contract.invalid", "compute.gpus"),
+    (GOOD + "[compute]\nmax_concurrent_gpus = -1\n", "contract.invalid", "compute.max_concurrent_gpus"),
+    (GOOD + "[compute]\ncpus_per_job = 0\n", "contract.invalid", "compute.cpus_per_job"),
+    (GOOD + "[compute.slurm]\npoll_min_s = 5.0\npoll_max_s = 1.0\n", "contract.invalid", "compute.slurm"),
+    (GOOD + "[compute.slurm]\nextra_args = \"--qos=x\"\n", "contract.invalid", "compute.slurm.extra_args"),
+    (GOOD + "[compute.slurm]\npartiton = \"gpu\"\n", "contract.unknown_key", "compute.slurm.partiton"),
+    (_replace('metric = "accuracy"', 'metric = "a"\nseed_env = "CUDA_VISIBLE_DEVICES"'), "contract.invalid",
+     "target.seed_env"),
     (GOOD + '[sandbox]\nmode = "docker"\n', "contract.invalid", "sandbox.mode"),
     (GOOD + "[sandbox]\nnetwork = 1\n", "contract.invalid", "sandbox.network"),
     (GOOD + "[extra]\nx = 1\n", "contract.unknown_key", "extra"),
@@ -217,3 +225,18 @@ def test_settings_the_build_cannot_run_validate():
     assert c.compute.backend == "slurm"
     c = parse_contract(_replace('kind = "search"', 'kind = "command"') + '[agent.command]\ncommand = "my-agent"\n')
     assert c.agent.kind == "command"
+
+
+def test_slurm_and_gpu_settings():
+    c = parse_contract(
+        GOOD + '[compute]\nbackend = "slurm"\ngpus_per_job = 2\ngpus = [0, "GPU-1a2b"]\nmax_concurrent_gpus = 4\n'
+        '[compute.slurm]\npartition = "gpu"\naccount = "lab"\nqos = "short"\nextra_args = ["--constraint=a100"]\n'
+        "time_grace_s = 30\npoll_max_s = 5.0\n"
+    )
+    assert c.compute.gpu_devices == ("0", "GPU-1a2b")
+    assert (c.compute.cpus_per_job, c.compute.memory_mb_per_job) == (1, 0)
+    assert c.compute.max_concurrent_gpus == 4
+    s = c.compute.slurm
+    assert (s.partition, s.account, s.qos, s.extra_args) == ("gpu", "lab", "short", ["--constraint=a100"])
+    assert (s.time_grace_s, s.poll_min_s, s.poll_max_s, s.python) == (30.0, 0.5, 5.0, None)
+    assert parse_contract(GOOD).compute.slurm.partition is None

@@ -82,6 +82,19 @@ max_usd = 0.0            # llm agent: dollars, priced from [agent.llm.price]
 backend = "local"        # local | slurm
 max_parallel = 2
 gpus_per_job = 0
+cpus_per_job = 1         # slurm: --cpus-per-task
+memory_mb_per_job = 0    # slurm: --mem in MiB (0: the cluster's default)
+gpus = []                # local: GPU devices to hand out, e.g. [0, 1]
+max_concurrent_gpus = 0  # GPUs in use at once (0: all of gpus locally, no cap on slurm)
+
+[compute.slurm]          # used with backend = "slurm" (docs/slurm.md)
+# partition = "gpu"
+# account = "my-lab"
+# qos = "normal"
+extra_args = []          # further sbatch flags, verbatim
+time_grace_s = 60.0      # --time = target.timeout_s + this
+poll_min_s = 0.5         # scheduler polls back off from this ...
+poll_max_s = 15.0        # ... to this (keep below the cluster's MinJobAge)
 
 [sandbox]
 mode = "auto"            # auto | bwrap | none

@@ -1,22 +1,41 @@
-"""The one place an executor is built from the contract (`compute.backend`)."""
+"""The one place a contract's `[compute]` becomes an executor: `local` or `slurm`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ratchet.compute.base import Executor
-from ratchet.core.contract import Contract
-from ratchet.core.errors import UnsupportedError
+from ratchet.compute.base import Executor, Resources
+from ratchet.compute.gpus import jobs_at_once
+from ratchet.core.contract import ComputeSection
+from ratchet.core.errors import RatchetError
 
 
-def make_executor(contract: Contract, jobs_dir: Path, pid_dir: Path | None = None) -> Executor:
-    """The executor `compute.backend` names, writing job directories under `jobs_dir` and recording
-    running local jobs under `pid_dir`. Raises UnsupportedError `unsupported.backend` for a backend
-    this build cannot run."""
-    backend = contract.compute.backend
-    if backend == "local":
-        from ratchet.compute.local import LocalExecutor
+def job_resources(compute: ComputeSection) -> Resources:
+    """What each job asks: `cpus_per_job`, `gpus_per_job`, `memory_mb_per_job` (JobSpec.resources)."""
+    return Resources(cpus=compute.cpus_per_job, gpus=compute.gpus_per_job, memory_mb=compute.memory_mb_per_job)
 
-        return LocalExecutor(jobs_dir, contract.compute.max_parallel, pid_dir=pid_dir)
-    raise UnsupportedError("unsupported.backend", f"compute.backend = {backend!r} is not supported by this build",
-                           hint='use compute.backend = "local"')
+
+def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None = None) -> Executor:
+    """The executor of `compute.backend` for a run whose jobs live in `jobs_dir`.
+
+    Jobs at once: `compute.max_parallel`, capped for GPU jobs at
+    max_concurrent_gpus // gpus_per_job (`gpus.jobs_at_once`); on Slurm that is the K of each
+    array's `%K`. pid_dir: where the local executor records running jobs (unused on Slurm, whose
+    ids the kernel records through on_submit). Locally, GPU jobs get devices of `compute.gpus`.
+    Raises RatchetError `compute.gpus_too_few` when not one GPU job could run at once (locally:
+    fewer devices declared than one job asks).
+    """
+    k = jobs_at_once(compute.max_parallel, compute.gpus_per_job, compute.max_concurrent_gpus, len(compute.gpus))
+    if compute.backend == "slurm":
+        from ratchet.compute.slurm import SlurmExecutor
+
+        return SlurmExecutor(jobs_dir, k, compute.slurm)
+    if compute.gpus_per_job > len(compute.gpus):
+        raise RatchetError(
+            "compute.gpus_too_few",
+            f"compute.gpus_per_job is {compute.gpus_per_job} but compute.gpus declares {len(compute.gpus)} devices",
+            hint="list this machine's GPUs in compute.gpus (e.g. gpus = [0, 1]) or lower compute.gpus_per_job",
+        )
+    from ratchet.compute.local import LocalExecutor
+
+    return LocalExecutor(jobs_dir, k, pid_dir, compute.gpu_devices)

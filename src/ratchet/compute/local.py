@@ -47,6 +47,7 @@ from ratchet.compute.base import (
 )
 from ratchet.compute.cgroup import JobCgroup
 from ratchet.compute.env import job_env  # noqa: F401  (re-exported: the executor's environment rule)
+from ratchet.compute.gpus import GpuPool, gpu_device_nodes, gpu_env
 from ratchet.compute.outcome import describe_end, make_result, not_started, unknown_result, write_result
 from ratchet.compute.sandbox import wrap_argv
 from ratchet.compute.streams import CappedOutput, ExitWatch, JobIO
@@ -60,6 +61,9 @@ STOP_POLL_S = 0.1
 
 STOP_ROUNDS = 100
 """SIGKILL rounds (STOP_POLL_S apart) before the kernel gives up waiting for a stopped job to die."""
+
+GPU_WAIT_S = 0.05
+"""Seconds between checks while a GPU job waits for its devices."""
 
 _JOB_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 
@@ -81,13 +85,16 @@ class LocalExecutor:
 
     jobs_dir: where `<job_id>/` directories go (an existing one for the same id is replaced).
     pid_dir: where running jobs are recorded for `pids.kill_recorded` (None: not recorded).
+    gpus: the devices (`compute.gpus`) handed to jobs asking `resources.gpus`: each such job waits
+    for its own devices, sees them in CUDA_VISIBLE_DEVICES and gets /dev/nvidia* in its sandbox.
     `cancel()` with no ids is final: once called, every later batch ends all cancelled ("not
     started").
     """
 
     backend = "local"
 
-    def __init__(self, jobs_dir: Path, max_parallel: int, pid_dir: Path | None = None):
+    def __init__(self, jobs_dir: Path, max_parallel: int, pid_dir: Path | None = None,
+                 gpus: Sequence[str | int] = ()):
         if max_parallel < 1:
             raise RatchetError(
                 "compute.max_parallel", f"compute.max_parallel is {max_parallel}; it must be >= 1"
@@ -95,6 +102,7 @@ class LocalExecutor:
         self.jobs_dir = Path(jobs_dir)
         self.max_parallel = max_parallel
         self.pid_dir = Path(pid_dir) if pid_dir is not None else None
+        self.gpu_pool = GpuPool(gpus)
         self._cancelled = False
         self._cancel_ids: set[str] = set()
         self._closed = False
@@ -221,7 +229,20 @@ class LocalExecutor:
                     result = self._run_one(spec, events)
                 except Exception as exc:  # never leave the kernel waiting on a job that has no result
                     result = unknown_result(spec, f"the executor failed: {type(exc).__name__}: {exc}")
+                finally:
+                    self.gpu_pool.release(spec.job_id)
             events.put(("result", index, result))
+
+    def _acquire_gpus(self, spec: JobSpec) -> tuple[str, ...] | None:
+        """Wait for `spec.resources.gpus` free devices (() for none); None when cancelled meanwhile.
+        Raises RatchetError `compute.gpus_too_few` when fewer are declared."""
+        while True:
+            devices = self.gpu_pool.acquire(spec.job_id, spec.resources.gpus)
+            if devices is not None:
+                return devices
+            if self.is_cancelled(spec.job_id):
+                return None
+            time.sleep(GPU_WAIT_S)
 
     def _run_one(self, spec: JobSpec, events: queue.Queue) -> JobResult:
         job_dir = self.jobs_dir / spec.job_id
@@ -232,11 +253,18 @@ class LocalExecutor:
         scratch = job_dir / "scratch"
         scratch.mkdir(parents=True)
         env = {**spec.env, "HOME": str(scratch.resolve()), "TMPDIR": str(scratch.resolve())}
+        devices = self._acquire_gpus(spec)
+        if devices is None:
+            shutil.rmtree(job_dir, ignore_errors=True)
+            return not_started(spec)
+        if spec.resources.gpus:
+            env.update(gpu_env(devices))
         argv = list(spec.argv)
         if spec.sandbox.mode == "bwrap":
             argv = wrap_argv(
                 argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env,
                 read_only=spec.sandbox.read_only,
+                devices=gpu_device_nodes() if spec.resources.gpus else (),
             )
         outputs = (
             CappedOutput(job_dir / "stdout", spec.output_cap_bytes),

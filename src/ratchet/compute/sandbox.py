@@ -148,6 +148,7 @@ def wrap_argv(
     python_prefixes: Sequence[str] | None = None,
     bwrap: str | None = None,
     read_only: Sequence[str] = (),
+    devices: Sequence[str] = (),
 ) -> list[str]:
     """The bwrap command line running `argv` in the sandbox, in `workdir`, with exactly `env`.
 
@@ -156,6 +157,9 @@ def wrap_argv(
     (default `default_python_prefixes()`). read_only: extra absolute paths bound read-only
     (`sandbox.read_only`; one that does not exist is skipped). The mount order matters: /tmp is a
     tmpfs mounted before the binds, so a checkout that lives under /tmp stays visible.
+    (default `default_python_prefixes()`). devices: device nodes bound into the minimal /dev (a GPU
+    job's `/dev/nvidia*`; missing ones are skipped). The mount order matters: /tmp is a tmpfs mounted before the
+    binds, so a checkout that lives under /tmp stays visible.
     """
     args = [bwrap or find_bwrap() or "bwrap"]
     for path in SYSTEM_DIRS:
@@ -164,6 +168,9 @@ def wrap_argv(
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    for device in devices:
+        if os.path.exists(device):
+            args += ["--dev-bind", device, device]
     bound = [p for p in SYSTEM_DIRS if os.path.isdir(p)]
     prefixes = default_python_prefixes() if python_prefixes is None else python_prefixes
     for prefix in prefixes:

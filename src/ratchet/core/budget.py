@@ -125,9 +125,33 @@ def exhausted(contract: Contract, used: BudgetUsed, val_trials: int, reserve_uni
                           b.max_wall_s, 0)
         if stop is not None:
             return stop
+    if b.max_gpu_hours and contract.compute.gpus_per_job:
+        stop = _gpu_stop(contract, used, next_units + reserve_units)
+        if stop is not None:
+            return stop
     if b.max_val_trials and contract.target.kind == "examples" and val_trials >= b.max_val_trials:
         return BudgetStop("max_val_trials", f"{val_trials} of max_val_trials = {b.max_val_trials} val trials made")
     return None
+
+
+def gpu_hours_worst_case(contract: Contract, job_units: int) -> float:
+    """GPU-hours `job_units` jobs can use at most: each held for its whole timeout on
+    `compute.gpus_per_job` devices (the reservation; a job is charged its elapsed time x its devices
+    when it ends)."""
+    return job_units * contract.target.timeout_s * contract.compute.gpus_per_job / 3600.0
+
+
+def _gpu_stop(contract: Contract, used: BudgetUsed, job_units: int) -> BudgetStop | None:
+    """max_gpu_hours checked on the worst case (reserved, never exceeded): the next trial and the
+    holdout at their timeouts."""
+    limit = contract.budget.max_gpu_hours
+    worst = gpu_hours_worst_case(contract, job_units)
+    if used.gpu_hours + worst <= limit:
+        return None
+    return BudgetStop("max_gpu_hours", (
+        f"{used.gpu_hours:.3f} GPU-hours used + {worst:.3f} reserved for the next trial and the holdout at their "
+        f"timeouts ({job_units} jobs x {contract.target.timeout_s:g} s x {contract.compute.gpus_per_job} GPUs) "
+        f"would exceed max_gpu_hours = {limit:g}"), forecast=used.gpu_hours < limit)
 
 
 def limits(contract: Contract) -> Mapping[str, float | int]:

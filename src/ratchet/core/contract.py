@@ -482,12 +482,65 @@ class BudgetSection(_Model):
         return parse_duration(self.max_wall)
 
 
+class SlurmSection(_Model):
+    """[compute.slurm]: how jobs are submitted to a Slurm cluster (`compute.backend = "slurm"`).
+
+    partition, account, qos: passed to sbatch as `--partition`, `--account`, `--qos` (None: the
+    cluster's default). extra_args: further sbatch flags, verbatim (e.g. ["--constraint=a100"]).
+    time_grace_s: seconds added to a job's timeout for its `--time` (the wrapper stops the job at
+    its timeout; Slurm's limit is the backstop). poll_min_s, poll_max_s: seconds between scheduler
+    polls, backing off from the first to the second while nothing changes. python: the interpreter
+    that runs each task's wrapper on the nodes (None: the kernel's own, which must be visible there).
+    """
+
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    extra_args: list[str] = []
+    time_grace_s: Annotated[float, Field(ge=0)] = 60.0
+    poll_min_s: Annotated[float, Field(gt=0)] = 0.5
+    poll_max_s: Annotated[float, Field(gt=0)] = 15.0
+    python: str | None = None
+
+    @model_validator(mode="after")
+    def _poll_order(self) -> SlurmSection:
+        if self.poll_max_s < self.poll_min_s:
+            raise ValueError(f"poll_max_s ({self.poll_max_s}) must be >= poll_min_s ({self.poll_min_s})")
+        return self
+
+
 class ComputeSection(_Model):
-    """[compute]: where jobs run and how many at once."""
+    """[compute]: where jobs run and how many at once.
+
+    cpus_per_job, memory_mb_per_job: what each job asks of a scheduler (`--cpus-per-task`, `--mem`
+    in MiB; 0: the cluster's default); the local backend does not enforce them.
+    gpus: the GPU devices the local backend may hand out (ids or UUIDs as CUDA_VISIBLE_DEVICES takes
+    them; Slurm picks devices itself). max_concurrent_gpus: GPUs in use at once across jobs (0: all
+    of `gpus` locally, unlimited on Slurm); jobs at once are capped at
+    max_concurrent_gpus // gpus_per_job.
+    """
 
     backend: Literal["local", "slurm"] = "local"
     max_parallel: Annotated[int, Field(ge=1)] = 2
     gpus_per_job: Annotated[int, Field(ge=0)] = 0
+    cpus_per_job: Annotated[int, Field(ge=1)] = 1
+    memory_mb_per_job: Annotated[int, Field(ge=0)] = 0
+    gpus: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_:.-]{1,64}$")] | Annotated[int, Field(ge=0)]] = []
+    max_concurrent_gpus: Annotated[int, Field(ge=0)] = 0
+    slurm: SlurmSection = SlurmSection()
+
+    @field_validator("gpus")
+    @classmethod
+    def _distinct_gpus(cls, value: list[str | int]) -> list[str | int]:
+        names = [str(v) for v in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"gpus lists a device twice ({names})")
+        return value
+
+    @property
+    def gpu_devices(self) -> tuple[str, ...]:
+        """`gpus` as strings, in the order declared."""
+        return tuple(str(v) for v in self.gpus)
 
 
 class SandboxSection(_Model):

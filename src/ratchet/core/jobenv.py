@@ -33,8 +33,9 @@ SCRATCH_VARS = ("HOME", "TMPDIR")
 JOB_LANG = "C.UTF-8"
 """LANG of every job."""
 
-RESERVED_ENV = frozenset({"PATH", "LANG", *SCRATCH_VARS, *RATCHET_JOB_VARS})
-"""Names `target.seed_env` and `sandbox.pass_env` may not use: set by Ratchet for every job."""
+RESERVED_ENV = frozenset({"PATH", "LANG", "CUDA_VISIBLE_DEVICES", *SCRATCH_VARS, *RATCHET_JOB_VARS})
+"""Names `target.seed_env` and `sandbox.pass_env` may not use: set by Ratchet for every job
+(`CUDA_VISIBLE_DEVICES`: the devices a GPU job was given)."""
 
 RESERVED_PREFIXES = ("LD_", "PYTHON")
 """Name prefixes refused as well: they change what code runs (the loader, the interpreter)."""

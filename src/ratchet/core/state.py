@@ -308,7 +308,7 @@ class _Folder:
     def on_job_started(self, d: Mapping[str, Any]) -> None:
         job_id = d.get("job_id")
         self.finished.pop(job_id, None)
-        self.running[job_id] = d.get("pid")
+        self.running[job_id] = d.get("external_id") or d.get("pid")
 
     def on_job_finished(self, d: Mapping[str, Any]) -> None:
         job_id = d.get("job_id")

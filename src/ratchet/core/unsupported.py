@@ -9,7 +9,7 @@ from ratchet.core.errors import UnsupportedError
 
 SUPPORTED_AGENTS = frozenset({"search", "files", "command", "llm"})
 SUPPORTED_TARGETS = frozenset({"benchmark", "examples"})
-SUPPORTED_BACKENDS = frozenset({"local"})
+SUPPORTED_BACKENDS = frozenset({"local", "slurm"})
 
 
 def _refusal(what: str, setting: str, hint: str) -> UnsupportedError:
@@ -26,9 +26,6 @@ def unsupported_settings(contract: Contract, agent: bool = True) -> list[Unsuppo
          f"target.kind = {contract.target.kind!r}", f"use one of: {', '.join(sorted(SUPPORTED_TARGETS))}"),
         (contract.compute.backend not in SUPPORTED_BACKENDS, "backend",
          f"compute.backend = {contract.compute.backend!r}", 'use compute.backend = "local"'),
-        (contract.compute.gpus_per_job > 0, "gpus",
-         f"compute.gpus_per_job = {contract.compute.gpus_per_job} (the local executor has no GPU scheduling)",
-         "set compute.gpus_per_job = 0"),
     ]
     return [_refusal(what, setting, hint) for refused, what, setting, hint in checks if refused]
 

@@ -125,8 +125,10 @@ class Kernel:
         def record(kind: str, data: Mapping[str, Any]) -> None:
             self.record(kind, data)
 
+        state = self.state()
         return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.root / "work",
-                      record=record, cache=self.cache, done=self.state().finished_jobs, progress=progress)
+                      record=record, cache=self.cache, done=state.finished_jobs, progress=progress,
+                      running=state.running_jobs)
 
     def install_sigint(self) -> None:
         """Ctrl-C or SIGTERM (STOP_SIGNALS): kill running jobs and mark the run interrupted (the
@@ -152,14 +154,16 @@ class Kernel:
 
 def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, clock: Clock) -> Kernel:
     contract = loaded.contract
-    mode = resolve_mode(contract.sandbox.mode)
+    executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids)
+    # On a cluster the nodes decide: a probe job checks bwrap there (recorded in run.started).
+    probe = getattr(executor, "probe_sandbox", None)
+    mode = probe(contract.sandbox.mode) if probe is not None else resolve_mode(contract.sandbox.mode)
     if mode == "none" and contract.sandbox.mode == "none":
         print("warning: sandbox.mode = 'none': jobs run without isolation from your files and network",
               file=sys.stderr)
     cache = MeasurementCache(loaded.root / RATCHET_DIR / "cache") if contract.target.cache else None
     index = Index(run.index)
     index.sync(log.events)
-    executor = make_executor(contract, run.jobs, pid_dir=run.pids)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
                   sandbox_spec(contract.sandbox, mode), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
@@ -243,10 +247,11 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
     except BaseException:
         lock.release()
         raise
-    # Jobs a crashed kernel started and never finished: the executor collects those it still can
-    # (a scheduler's) and kills the rest, which run again (a local job's pipes died with its kernel).
-    running = {job_id: str(pid) for job_id, pid in state.running_jobs.items() if pid is not None}
-    kernel.executor.reattach(running)
+    # Jobs a crashed kernel started and never finished: local ones are killed now (their pipes died
+    # with that kernel) and run again; a scheduler's keep running and the runner re-attaches to them
+    # when the loop reaches them (Runner.measure), so none is submitted twice.
+    if kernel.executor.backend == "local":
+        kernel.executor.reattach({job_id: str(ext) for job_id, ext in state.running_jobs.items() if ext is not None})
     return kernel
 
 

@@ -37,13 +37,15 @@ class Runner:
     """Measures planned jobs of one target (see the module docstring).
 
     done: job_id -> `job.finished` data already in the ledger (reused, never re-run); cache: the
-    measurement cache (None: off); progress: see Progress. `after(task, checkout)`, when set, is
+    measurement cache (None: off); progress: see Progress; running: job_id -> external id of jobs a
+    previous kernel started and never saw finish (a scheduler's are collected, never resubmitted).
+    `after(task, checkout)`, when set, is
     called once a task's job has ended, before its checkout is removed (an agent's artifacts).
     """
 
     def __init__(self, *, git: Git, executor: Executor, target: Jobs, work_dir: Path, record: Record,
                  cache: MeasurementCache | None = None, done: Mapping[str, Mapping[str, Any]] | None = None,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, running: Mapping[str, Any] | None = None):
         self.git = git
         self.executor = executor
         self.target = target
@@ -51,6 +53,7 @@ class Runner:
         self.record = record
         self.cache = cache
         self.done = dict(done or {})
+        self.running = {job_id: str(ext) for job_id, ext in (running or {}).items() if ext is not None}
         self.progress = progress
         self.after: Callable[[Task, Path], None] | None = None
         self._lock = threading.Lock()
@@ -108,11 +111,17 @@ class Runner:
             out.update(outcome.results)
             self._progress(len(out), total)
 
+        recorded = {t.job_id: self.running[t.job_id] for t in todo if t.job_id in self.running}
+        results: list[JobResult] = []
+        if recorded and self.executor.backend != "local":
+            batch = self.executor.reattach(recorded, on_result)
+            results += self.executor.wait(batch)
+            todo = [t for t in todo if t.job_id not in batch.job_ids]
         checkouts = [self.work_dir / task.job_id for task in todo]
         try:
-            specs = [self.target.spec(task, self._checkout(task)) for task in todo]
-            batch = self.executor.submit(specs, on_submit, on_result)
-            results = self.executor.wait(batch)
+            if todo:
+                specs = [self.target.spec(task, self._checkout(task)) for task in todo]
+                results += self.executor.wait(self.executor.submit(specs, on_submit, on_result))
         finally:
             for checkout in checkouts:
                 shutil.rmtree(checkout, ignore_errors=True)

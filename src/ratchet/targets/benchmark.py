@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.compute.base import SandboxSpec
+from ratchet.compute.factory import job_resources
 from ratchet.core.budget import holdout_worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
@@ -35,7 +36,8 @@ class BenchmarkTarget(ShellJobs):
     def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str):
         t = contract.target
         super().__init__(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
-                         kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=t.cache)
+                         kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=t.cache,
+                         resources=job_resources(contract.compute))
         self.contract = contract
         self.direction: Direction = t.direction
         self.confirms = contract.gate.confirm
@@ -119,4 +121,4 @@ def launch_jobs_target(contract: Contract, sandbox: SandboxSpec, commands: Mappi
     t = contract.target
     return ShellJobs(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
                      kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=False, commands=commands,
-                     envs=envs)
+                     envs=envs, resources=job_resources(contract.compute))

@@ -22,6 +22,7 @@ from typing import Any
 
 from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
 from ratchet.compute.env import job_env
+from ratchet.compute.factory import job_resources
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.plan import Plan, PlannedJob, Stage, UnitDraw, compile_plan
@@ -210,6 +211,7 @@ class ExamplesTarget:
         env = job_env(self.section.seed_env, EXAMPLES_SEED, task.job_id, task.variant, str(index), sandbox=self.sandbox)
         return JobSpec(job_id=task.job_id, argv=("python3", "-I", "-c", _runner_source()), workdir=checkout,
                        env=env, timeout_s=shard_timeout_s(n, self.section.timeout_s, self.slack_s),
+                       resources=job_resources(self.contract.compute),
                        sandbox=self.sandbox, stdin_bytes=payload, output_cap_bytes=shard_output_cap(n))
 
     def read(self, task: Task, result: JobResult) -> TaskOutcome:

@@ -56,11 +56,13 @@ class Measurement:
     cpu_s: float
     cached: bool
     units_charged: int
+    gpu_s: float = 0.0
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any]) -> Measurement:
-        """Rebuild from a `job.finished` event's data (resume: finished jobs are never re-run)."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        """Rebuild from a `job.finished` event's data (resume: finished jobs are never re-run; a
+        record without `gpu_s` used none)."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k != "gpu_s"}, gpu_s=data.get("gpu_s") or 0.0)
 
     def unit_result(self) -> UnitResult:
         """As the trial sees it: failed unless ok with a finite value."""
@@ -81,7 +83,7 @@ class ShellJobs:
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
                  sandbox: SandboxSpec, exclude: Sequence[str] = (), cache: bool = True,
                  commands: Mapping[str, tuple[str, float]] | None = None,
-                 envs: Mapping[str, Mapping[str, str]] | None = None):
+                 envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None):
         self.command = command
         self.metric = metric
         self.seed_env = seed_env
@@ -92,6 +94,7 @@ class ShellJobs:
         self.cacheable = cache and commands is None
         self.commands = dict(commands or {})
         self.envs = dict(envs or {})
+        self.resources = resources or Resources()
 
     def tasks(self, jobs: Sequence[PlannedJob]) -> list[Task]:
         """One task per planned job, same id."""
@@ -106,7 +109,7 @@ class ShellJobs:
         job = task.jobs[0]
         command, timeout_s = self.commands.get(job.job_id, (self.command, self.timeout_s))
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
-                       timeout_s=timeout_s, sandbox=self.sandbox)
+                       timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox)
 
     def read(self, task: Task, result: JobResult) -> TaskOutcome:
         """The metric from the job's stdout (its last JSON line), or why there is none."""
@@ -125,7 +128,7 @@ class ShellJobs:
         elif result.state != "ok" and result.stderr_tail.strip():
             reason = f"{reason}; stderr (last lines):\n{stderr_excerpt(result.stderr_tail)}"
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, state, value, reason,
-                        result.elapsed_s, result.cpu_s, False, 1)
+                        result.elapsed_s, result.cpu_s, False, 1, result.elapsed_s * self.resources.gpus)
         return self._outcome(m)
 
     @staticmethod
@@ -147,7 +150,7 @@ class ShellJobs:
         return cache_key(
             tree=job.tree, command=self.command, seed=job.seed, seed_env=self.seed_env,
             env_set_by_ratchet=self._env(job), sandbox_mode=self.sandbox.mode, network=self.sandbox.network,
-            timeout_s=self.timeout_s, resources=Resources(), metric=self.metric or "", kind=self.kind,
+            timeout_s=self.timeout_s, resources=self.resources, metric=self.metric or "", kind=self.kind,
         )
 
     def from_cache(self, task: Task, hit: Mapping[str, Any]) -> TaskOutcome | None:

@@ -1,0 +1,451 @@
+"""The Slurm executor: each `submit` becomes one held job array, released once every task's id was
+reported through `on_submit` (the kernel records it in the ledger first, so no job runs unrecorded).
+
+Every task runs `slurm_task.py` (copied to `jobs_dir/.slurm/task.py`), which runs the job as the
+local executor would (its argv in its workdir with its exact environment, stdin from a file, the
+same bwrap sandbox, capped outputs, stopped at its timeout) and writes `jobs_dir/<job_id>/
+outcome.json`. `wait` polls the scheduler with one `scontrol -o show job <array>` per unfinished
+array per round, the interval growing by BACKOFF_FACTOR per round from `poll_min_s` to `poll_max_s`
+(so a batch running T seconds costs at most `max_poll_rounds(T)` calls per array, however many
+tasks it has), until every task is in a terminal state; then the outcome file and the scheduler's
+word make the JobResult (`slurm_states.compose_result`), also written to
+`jobs_dir/<job_id>/result.json` as locally.
+sbatch gets `--export=NIL` (Slurm >= 20.11): the submitting environment (API keys) never reaches a
+node, and no login environment is loaded there either (`NONE` would run a login shell per task).
+`scheduler_calls` counts every sbatch, scontrol and scancel call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ratchet.compute import slurm_task
+from ratchet.compute.base import (
+    TAIL_BYTES,
+    Batch,
+    JobResult,
+    JobSpec,
+    OnResult,
+    OnSubmit,
+    SandboxMode,
+    SandboxSpec,
+    run_jobs,
+)
+from ratchet.compute.env import default_path
+from ratchet.compute.local import _check_ids
+from ratchet.compute.outcome import write_result
+from ratchet.compute.sandbox import PROBE_TIMEOUT_S, SandboxSetting, wrap_argv
+from ratchet.compute.slurm_states import (
+    TaskRecord,
+    compose_result,
+    parse_array_id,
+    parse_show_job,
+    time_limit_minutes,
+)
+from ratchet.core.contract import SlurmSection
+from ratchet.core.errors import RatchetError, SandboxError
+
+SCHEDULER_CALL_TIMEOUT_S = 60.0
+"""Seconds one sbatch / scontrol / scancel call may take before it counts as failed."""
+
+FORGOTTEN_GRACE_S = 10.0
+"""Seconds a task the scheduler no longer knows may take to show its outcome file (a shared
+filesystem's attribute cache) before it is declared `unknown`."""
+
+SCHEDULER_UNREACHABLE_S = 900.0
+"""Seconds of failed scheduler polls after which the unfinished tasks end `unknown`."""
+
+BACKOFF_FACTOR = 1.5
+"""Poll interval growth per round, from poll_min_s up to poll_max_s (see `max_poll_rounds`)."""
+
+SLURM_DIR = ".slurm"
+"""Under jobs_dir: the wrapper, the tasks files and Slurm's own per-task logs."""
+
+
+class SchedulerError(RatchetError):
+    """A Slurm command failed (code `slurm.<command>`), with the command's stderr."""
+
+
+@dataclass
+class _Task:
+    """One array task being waited for: its job, `<array_id>_<index>`, and its result once known."""
+
+    job_id: str
+    array_id: str
+    index: int
+    timeout_s: float
+    log: Path | None = None  # Slurm's own output of the task (the wrapper's errors); None: unknown
+    result: JobResult | None = None
+    missing_since: float | None = None
+
+    @property
+    def external_id(self) -> str:
+        return f"{self.array_id}_{self.index}"
+
+
+@dataclass
+class _SlurmBatch:
+    """The handle of a Slurm batch: its tasks in submission order and the arrays holding them."""
+
+    tasks: list[_Task]
+    on_result: OnResult | None
+    arrays: list[str] = field(default_factory=list)
+
+
+class SlurmExecutor:
+    """Runs jobs as Slurm array tasks (see the module docstring); implements
+    `compute.base.Executor` (external ids are `<array id>_<index>`).
+
+    jobs_dir: where `<job_id>/` directories go; must be visible at the same path on the nodes.
+    max_parallel: K of `--array=0-N%K` (tasks of one array running at once).
+    settings: `[compute.slurm]` of the contract (partition, account, qos, extra_args, poll, grace).
+    scheduler_calls: how many scheduler commands this executor ran (`calls` by command name).
+    """
+
+    backend = "slurm"
+
+    def __init__(self, jobs_dir: Path, max_parallel: int, settings: SlurmSection | None = None):
+        if max_parallel < 1:
+            raise RatchetError("compute.max_parallel", f"compute.max_parallel is {max_parallel}; it must be >= 1")
+        self.jobs_dir = Path(jobs_dir)
+        self.max_parallel = max_parallel
+        self.settings = settings or SlurmSection()
+        self.calls: Counter[str] = Counter()
+        self._known: dict[str, str] = {}  # job_id -> external id, for cancel(ids)
+        self._arrays: set[str] = set()
+        self._cancelled: set[str] = set()
+        self._wake = threading.Event()
+        self._closed = False
+
+    @property
+    def scheduler_calls(self) -> int:
+        """Scheduler commands run so far (sbatch, scontrol, scancel)."""
+        return sum(self.calls.values())
+
+    def run(self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None,
+            on_result: OnResult | None = None) -> list[JobResult]:
+        """Submit and wait (`compute.base.run_jobs`)."""
+        return run_jobs(self, specs, on_submit, on_result)
+
+    # --- submit --------------------------------------------------------------------------------
+
+    def submit(self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None,
+               on_result: OnResult | None = None) -> Batch:
+        """Write each job's directory, submit one held array per group of jobs asking the same
+        resources and walltime (normally one), report `<array>_<index>` through `on_submit` for
+        every task, then release the array. If `on_submit` raises, the array is cancelled before
+        anything ran and the error propagates. Raises RatchetError `job.bad_id`,
+        `job.duplicate_id`, `compute.closed`, SchedulerError `slurm.sbatch` / `slurm.release`."""
+        _check_ids(specs)
+        if self._closed:
+            raise RatchetError("compute.closed", "this executor was closed", hint="create a new SlurmExecutor")
+        wrapper = self._install_wrapper()
+        groups: dict[tuple, list[JobSpec]] = {}
+        for spec in specs:
+            groups.setdefault(self._sbatch_resources(spec), []).append(spec)
+        batch = _SlurmBatch([], on_result)
+        try:
+            for resources, group in groups.items():
+                array_id, tag = self._submit_array(wrapper, resources, group)
+                batch.arrays.append(array_id)
+                tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log") for i, s in enumerate(group)]
+                for task in tasks:
+                    self._known[task.job_id] = task.external_id
+                    if on_submit is not None:
+                        on_submit(task.job_id, task.external_id)
+                self._call("release", ["scontrol", "release", array_id])
+                batch.tasks.extend(tasks)
+        except BaseException:  # nothing unrecorded may run, nor anything of a submit that failed
+            if batch.arrays:
+                self._scancel(batch.arrays)
+            raise
+        by_id = {t.job_id: t for t in batch.tasks}
+        batch.tasks = [by_id[s.job_id] for s in specs]
+        return Batch(tuple(s.job_id for s in specs), batch)
+
+    def _install_wrapper(self) -> Path:
+        target = self.jobs_dir / SLURM_DIR / "task.py"
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".task.{os.getpid()}.tmp")
+            shutil.copyfile(slurm_task.__file__, tmp)
+            os.replace(tmp, target)
+        return target
+
+    def _sbatch_resources(self, spec: JobSpec) -> tuple:
+        r = spec.resources
+        return (time_limit_minutes(spec.timeout_s, self.settings.time_grace_s), r.cpus, r.memory_mb, r.gpus)
+
+    def _submit_array(self, wrapper: Path, resources: tuple, group: list[JobSpec]) -> tuple[str, Path]:
+        """sbatch one held array for `group`; (array id, its directory under .slurm/)."""
+        minutes, cpus, memory_mb, gpus = resources
+        tag = self.jobs_dir / SLURM_DIR / f"b-{secrets.token_hex(4)}"
+        tag.mkdir(parents=True)
+        lines = [str(self._prepare_job_dir(spec).resolve()) for spec in group]
+        (tag / "tasks").write_text("\n".join(lines) + "\n")
+        s = self.settings
+        python = s.python or sys.executable
+        argv = ["sbatch", "--parsable", "--hold", f"--array=0-{len(group) - 1}%{self.max_parallel}",
+                f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NIL", "--job-name=ratchet",
+                f"--output={tag.resolve()}/%a.log", f"--chdir={tag.resolve()}"]
+        argv += [f"--mem={memory_mb}M"] if memory_mb else []
+        argv += [f"--gres=gpu:{gpus}"] if gpus else []
+        for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
+            argv += [f"--{flag}={value}"] if value else []
+        argv += list(s.extra_args)
+        wrap = ["exec", python, "-I", "-S", str(wrapper.resolve()), str((tag / "tasks").resolve())]
+        argv += ["--wrap", shlex.join(wrap)]
+        out = self._call("sbatch", argv)
+        try:
+            array_id = parse_array_id(out)
+        except ValueError as exc:
+            raise SchedulerError("slurm.sbatch", str(exc)) from exc
+        self._arrays.add(array_id)
+        return array_id, tag
+
+    def _prepare_job_dir(self, spec: JobSpec) -> Path:
+        job_dir = self.jobs_dir / spec.job_id
+        if job_dir.is_symlink():
+            job_dir.unlink()
+        elif job_dir.exists():  # a re-run (e.g. after a resume) replaces what a previous run left
+            shutil.rmtree(job_dir)
+        scratch = (job_dir / "scratch").resolve()
+        scratch.mkdir(parents=True)
+        env = {**spec.env, "HOME": str(scratch), "TMPDIR": str(scratch)}
+        bwrap = None
+        if spec.sandbox.mode == "bwrap":
+            bwrap = wrap_argv([], workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env={})
+            bwrap = bwrap[: bwrap.index("--")] if "--" in bwrap else bwrap
+        if spec.stdin_bytes is not None:
+            (job_dir / "stdin").write_bytes(spec.stdin_bytes)
+        task = {"job_id": spec.job_id, "argv": list(spec.argv), "workdir": str(Path(spec.workdir).resolve()),
+                "env": env, "timeout_s": spec.timeout_s, "output_cap_bytes": spec.output_cap_bytes,
+                "stdin": spec.stdin_bytes is not None, "bwrap": bwrap, "gpus": spec.resources.gpus}
+        (job_dir / slurm_task.TASK).write_text(json.dumps(task, indent=1))
+        return job_dir
+
+    # --- wait ----------------------------------------------------------------------------------
+
+    def wait(self, batch: Batch) -> list[JobResult]:
+        """Poll until every task of `batch` ended; results in submission order, each also written
+        to `jobs_dir/<job_id>/result.json`. `on_result` runs on this thread as tasks end. If this
+        thread is interrupted (KeyboardInterrupt) or a callback raises, the batch's unfinished
+        tasks are cancelled (scancel) first."""
+        pending: _SlurmBatch | None = batch.handle
+        if pending is None:
+            return []
+        try:
+            self._poll_until_done(pending)
+        except BaseException:
+            self.cancel([t.job_id for t in pending.tasks if t.result is None])
+            raise
+        return [t.result for t in pending.tasks if t.result is not None]
+
+    def _poll_until_done(self, batch: _SlurmBatch) -> None:
+        interval = self.settings.poll_min_s
+        failing_since: float | None = None
+        while True:
+            open_tasks = [t for t in batch.tasks if t.result is None]
+            if not open_tasks:
+                return
+            failed = False
+            by_array: dict[str, list[_Task]] = {}
+            for task in open_tasks:
+                by_array.setdefault(task.array_id, []).append(task)
+            for array_id, tasks in by_array.items():
+                records = self._show_array(array_id)
+                if records is None:
+                    failed = True
+                    continue
+                for task in tasks:
+                    self._settle(task, records.get(task.index), batch.on_result)
+            now = time.monotonic()
+            failing_since = (failing_since or now) if failed else None
+            if failing_since is not None and now - failing_since > SCHEDULER_UNREACHABLE_S:
+                for task in [t for t in batch.tasks if t.result is None]:
+                    self._finish(task, None, None, batch.on_result)
+                return
+            if any(t.result is None for t in batch.tasks):
+                self._wake.wait(interval)
+                self._wake.clear()
+                interval = min(self.settings.poll_max_s, interval * BACKOFF_FACTOR)
+
+    def _show_array(self, array_id: str) -> dict[int, TaskRecord] | None:
+        """The array's task records ({} when the scheduler forgot the whole array; None when the
+        scheduler could not be asked)."""
+        try:
+            return parse_show_job(self._call("show", ["scontrol", "-o", "show", "job", array_id]))
+        except SchedulerError as exc:
+            if "Invalid job id" in exc.message:
+                return {}
+            return None
+
+    def _settle(self, task: _Task, record: TaskRecord | None, on_result: OnResult | None) -> None:
+        """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S)."""
+        if record is not None and not record.terminal:
+            task.missing_since = None
+            return
+        outcome = self._read_outcome(task, record)
+        if record is None and outcome is None:
+            now = time.monotonic()
+            task.missing_since = task.missing_since or now
+            if now - task.missing_since < FORGOTTEN_GRACE_S:
+                return
+        self._finish(task, outcome, record, on_result)
+
+    def _read_outcome(self, task: _Task, record: TaskRecord | None) -> dict | None:
+        """This attempt's outcome.json, or None (absent, unreadable, or left by an earlier attempt
+        of a requeued task: the restart counts differ)."""
+        try:
+            outcome = json.loads((self.jobs_dir / task.job_id / slurm_task.OUTCOME).read_text())
+        except (OSError, ValueError):
+            return None
+        if record is not None and int(outcome.get("restart", 0)) != record.restarts:
+            return None
+        return outcome
+
+    def _finish(self, task: _Task, outcome: dict | None, record: TaskRecord | None,
+                on_result: OnResult | None) -> None:
+        job_dir = self.jobs_dir / task.job_id
+        stdout = job_dir / "stdout"
+        result = compose_result(task.job_id, task.external_id, outcome, record, task.timeout_s,
+                                stdout if stdout.exists() else None)
+        if outcome is None and task.log is not None and task.log.exists():
+            result = replace(result, stderr_tail=_tail(task.log))
+        if task.job_id in self._cancelled and result.state not in ("ok", "cancelled"):
+            result = _as_cancelled(result)
+        shutil.rmtree(job_dir / "scratch", ignore_errors=True)
+        if job_dir.is_dir():
+            write_result(job_dir / "result.json", result)
+        task.result = result
+        if on_result is not None:
+            on_result(result)
+
+    def probe_sandbox(self, mode: SandboxSetting, timeout_s: float = PROBE_TIMEOUT_S) -> SandboxMode:
+        """The sandbox jobs will run under on the nodes, checked by a preflight task that runs a
+        sandboxed `python -c pass` there (under `jobs_dir/.slurm/probe/`): "bwrap" when it works
+        and `mode` is auto or bwrap, "none" for none or auto without a working bwrap. Raises
+        SandboxError `sandbox.unavailable` (with what the node said) when mode is bwrap and it does
+        not work there; SchedulerError when the probe cannot be submitted."""
+        if mode == "none":
+            return "none"
+        probe = (self.jobs_dir / SLURM_DIR / "probe").resolve()
+        work = probe / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        python = self.settings.python or sys.executable
+        env = {"PATH": default_path(), "LANG": "C.UTF-8"}
+        job = JobSpec(f"sandbox-probe-{secrets.token_hex(3)}", (python, "-c", "pass"), work, env, timeout_s,
+                      sandbox=SandboxSpec("bwrap"))
+        prober = SlurmExecutor(probe / "jobs", 1, self.settings)
+        (result,) = prober.run([job])
+        self.calls.update(prober.calls)
+        self.calls["probe"] += 1
+        if result.state == "ok":
+            return "bwrap"
+        if mode == "bwrap":
+            raise SandboxError(
+                "sandbox.unavailable",
+                f"sandbox.mode is bwrap but the sandbox does not work on the Slurm nodes: {result.reason}: "
+                f"{result.stderr_tail.strip()[-300:]}",
+                hint='install bubblewrap on the nodes (and allow user namespaces), or set sandbox.mode = "auto"',
+            )
+        return "none"
+
+    # --- reattach, cancel, close ---------------------------------------------------------------
+
+    def reattach(self, recorded: Mapping[str, str], on_result: OnResult | None = None) -> Batch:
+        """A batch of the recorded tasks (job_id -> `<array>_<index>`), running or finished, to be
+        collected by `wait` without submitting anything; ids that are not Slurm task ids are left
+        out (the kernel runs those again). Timeouts come from each job's task.json."""
+        tasks = []
+        for job_id, external in recorded.items():
+            array_id, sep, index = external.partition("_")
+            if not (sep and array_id.isdigit() and index.isdigit()):
+                continue
+            timeout_s = 0.0
+            try:
+                timeout_s = float(json.loads((self.jobs_dir / job_id / slurm_task.TASK).read_text())["timeout_s"])
+            except (OSError, ValueError, KeyError):
+                pass
+            tasks.append(_Task(job_id, array_id, int(index), timeout_s))
+            self._known[job_id] = external
+            self._arrays.add(array_id)
+        return Batch(tuple(t.job_id for t in tasks), _SlurmBatch(tasks, on_result, sorted({t.array_id for t in tasks})))
+
+    def cancel(self, ids: Iterable[str] | None = None) -> None:
+        """scancel exactly the tasks of the named jobs (None: every array this executor submitted
+        or re-attached) in one call; they end `cancelled` (unless already done). Job ids this
+        executor does not know are ignored."""
+        if ids is None:
+            targets = sorted(self._arrays)
+            self._cancelled.update(self._known)
+        else:
+            chosen = [j for j in ids if j in self._known]
+            targets = [self._known[j] for j in chosen]
+            self._cancelled.update(chosen)
+        if targets:
+            self._scancel(targets)
+        self._wake.set()
+
+    def _scancel(self, targets: Sequence[str]) -> None:
+        try:
+            self._call("scancel", ["scancel", *targets])
+        except SchedulerError:
+            pass  # a task that ended meanwhile is not an error worth raising from a cancel
+
+    def close(self) -> None:
+        """Nothing is held between calls; later submits are refused (idempotent)."""
+        self._closed = True
+
+    def __enter__(self) -> SlurmExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, name: str, argv: list[str]) -> str:
+        """Run one scheduler command (counted); its stdout. Raises SchedulerError `slurm.<name>`."""
+        self.calls[name] += 1
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=SCHEDULER_CALL_TIMEOUT_S,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SchedulerError(f"slurm.{name}", f"{argv[0]} did not run: {exc}",
+                                 hint="is Slurm installed and its controller reachable?") from exc
+        if proc.returncode != 0:
+            raise SchedulerError(f"slurm.{name}", f"{shlex.join(argv[:4])} failed: {proc.stderr.strip()}",
+                                 hint="check `sinfo` and the [compute.slurm] settings")
+        return proc.stdout
+
+
+def max_poll_rounds(elapsed_s: float, poll_min_s: float, poll_max_s: float) -> int:
+    """The most polls `wait` makes per array over `elapsed_s` seconds: the rounds of geometric
+    growth (factor BACKOFF_FACTOR) from poll_min_s to poll_max_s, then one per poll_max_s, plus the
+    first and the last."""
+    growth = math.ceil(math.log(poll_max_s / poll_min_s, BACKOFF_FACTOR)) if poll_max_s > poll_min_s else 0
+    return growth + math.ceil(elapsed_s / poll_max_s) + 2
+
+
+def _tail(path: Path) -> str:
+    """The last TAIL_BYTES of a file, decoded with replacement."""
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL_BYTES))
+        return f.read().decode("utf-8", "replace")
+
+
+def _as_cancelled(result: JobResult) -> JobResult:
+    """A task this executor cancelled that ended otherwise than ok (e.g. killed by the SIGTERM)."""
+    return replace(result, state="cancelled", reason=f"cancelled ({result.reason})")

@@ -1,0 +1,244 @@
+"""What Slurm says, read: `scontrol -o show job` records of an array's tasks, the scheduler's job
+states, and how a task's wrapper outcome and its scheduler record become one JobResult. Pure.
+
+The wrapper's `outcome.json` is the primary source (exit code, signal, times, output tails); the
+scheduler's word says how the task was ended when it was ended from outside (TIMEOUT, OUT_OF_MEMORY,
+NODE_FAIL, PREEMPTED, CANCELLED...) and is kept as `JobResult.scheduler_state`. A task the scheduler
+forgot (past MinJobAge) with no outcome file is `unknown`, never success.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ratchet.compute.base import JobResult, JobState
+from ratchet.compute.outcome import describe_end
+
+PENDING_STATES = frozenset({
+    "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_FED",
+    "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD", "SPECIAL_EXIT",
+})
+"""Scheduler states of a task that has not ended (it runs, waits, or will run again)."""
+
+ENDED_FROM_OUTSIDE: Mapping[str, JobState] = {
+    "TIMEOUT": "timeout",
+    "DEADLINE": "timeout",
+    "OUT_OF_MEMORY": "oom",
+    "NODE_FAIL": "lost",
+    "PREEMPTED": "lost",
+    "BOOT_FAIL": "lost",
+    "CANCELLED": "cancelled",
+    "REVOKED": "cancelled",
+}
+"""Terminal states in which the scheduler ended the task, and the JobState each becomes (this wins
+over the wrapper's own account, which only saw a signal)."""
+
+ENDED_BY_ITSELF = frozenset({"COMPLETED", "FAILED"})
+"""Terminal states of a task that ended by itself: the wrapper's outcome says how."""
+
+TERMINAL_STATES = frozenset(ENDED_FROM_OUTSIDE) | ENDED_BY_ITSELF
+
+_FIELD = re.compile(r"(?:^|\s)([A-Za-z/:]+)=(\S*)")
+_ARRAY_ID = re.compile(r"^(\d+)(?:;\S+)?$")
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One array task as `scontrol -o show job` shows it.
+
+    index: ArrayTaskId. slurm_job_id: the task's own JobId (None for tasks still pending in the
+    array's aggregate record). state: JobState= (the scheduler's word, e.g. "OUT_OF_MEMORY"),
+    reason: Reason=. exit_code, exit_signal: ExitCode=<code>:<signal>. restarts: Restarts= (how often
+    it was requeued). run_time_s: RunTime= in seconds.
+    """
+
+    index: int
+    slurm_job_id: str | None
+    state: str
+    reason: str
+    exit_code: int | None
+    exit_signal: int | None
+    restarts: int
+    run_time_s: float
+
+    @property
+    def base_state(self) -> str:
+        """The state word without a qualifier ("CANCELLED by 0" -> "CANCELLED")."""
+        return self.state.split()[0] if self.state else ""
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the task has ended (a RUNNING 0:0 record is not a result)."""
+        return self.base_state in TERMINAL_STATES
+
+
+def parse_array_id(sbatch_stdout: str) -> str:
+    """The job id printed by `sbatch --parsable` ("1234" or "1234;cluster"). Raises ValueError."""
+    match = _ARRAY_ID.match(sbatch_stdout.strip())
+    if not match:
+        raise ValueError(f"sbatch printed {sbatch_stdout.strip()!r}, not a job id")
+    return match.group(1)
+
+
+def expand_indices(spec: str) -> list[int]:
+    """Array indices from an ArrayTaskId value: "7", "3-6", "1,4-5,9", "0-999%8" (the throttle after
+    % is ignored). Raises ValueError on anything else."""
+    indices: list[int] = []
+    for part in spec.split("%")[0].split(","):
+        if "-" in part:
+            low, high = part.split("-", 1)
+            indices.extend(range(int(low), int(high) + 1))
+        elif part:
+            indices.append(int(part))
+    return indices
+
+
+def parse_duration_hms(value: str) -> float:
+    """Seconds from Slurm's [days-]HH:MM:SS (also MM:SS); 0.0 for an unparsable value."""
+    days = 0
+    if "-" in value:
+        head, value = value.split("-", 1)
+        days = int(head) if head.isdigit() else 0
+    parts = value.split(":")
+    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:
+        return 0.0
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + int(part)
+    return float(days * 86400 + seconds)
+
+
+def parse_show_job(text: str) -> dict[int, TaskRecord]:
+    """Task records by array index from `scontrol -o show job <array id>` (one record per line; a
+    pending aggregate record such as ArrayTaskId=3-999%8 stands for each of its indices). Lines
+    that are not array tasks are skipped."""
+    records: dict[int, TaskRecord] = {}
+    for line in text.splitlines():
+        fields: dict[str, str] = {}
+        for key, value in _FIELD.findall(line):
+            fields.setdefault(key, value)
+        if "ArrayTaskId" not in fields or "JobState" not in fields:
+            continue
+        try:
+            indices = expand_indices(fields["ArrayTaskId"])
+        except ValueError:
+            continue
+        code, _, sig = fields.get("ExitCode", "").partition(":")
+        single = len(indices) == 1
+        for index in indices:
+            records[index] = TaskRecord(
+                index=index,
+                slurm_job_id=fields.get("JobId") if single else None,
+                state=fields["JobState"],
+                reason=fields.get("Reason", ""),
+                exit_code=int(code) if code.isdigit() else None,
+                exit_signal=int(sig) if sig.isdigit() else None,
+                restarts=int(fields["Restarts"]) if fields.get("Restarts", "").isdigit() else 0,
+                run_time_s=parse_duration_hms(fields.get("RunTime", "")),
+            )
+    return records
+
+
+def time_limit_minutes(timeout_s: float, grace_s: float) -> int:
+    """`sbatch --time` in whole minutes (Slurm's unit): the job's timeout plus the grace, rounded
+    up, at least 1."""
+    return max(1, math.ceil((timeout_s + grace_s) / 60.0))
+
+
+def scheduler_says(record: TaskRecord) -> str:
+    """The scheduler's account in a reason: "Slurm: OUT_OF_MEMORY (OutOfMemory)", "Slurm: CANCELLED"."""
+    why = f" ({record.reason})" if record.reason not in ("", "None") else ""
+    return f"Slurm: {record.state}{why}"
+
+
+def compose_result(
+    job_id: str,
+    external_id: str,
+    outcome: Mapping[str, Any] | None,
+    record: TaskRecord | None,
+    timeout_s: float,
+    stdout_path: Path | None,
+) -> JobResult:
+    """The JobResult of an ended (or forgotten) task.
+
+    outcome: the wrapper's outcome.json of this attempt (None: absent, or from an earlier attempt).
+    record: the scheduler's terminal record (None: the scheduler forgot the task). With an outcome,
+    its exit status decides, except that a task the scheduler ended from outside (TIMEOUT,
+    OUT_OF_MEMORY, NODE_FAIL, PREEMPTED, CANCELLED...) takes that state unless it had already
+    ended with exit code 0. Without an outcome, only the scheduler's word is known: an outside end
+    maps as above, anything else (even COMPLETED) is `unknown`. A requeued task's reason says
+    which attempt it was (the caller passes only the outcome of that attempt).
+    """
+    result = _compose(job_id, external_id, outcome, record, timeout_s, stdout_path)
+    if record is not None and record.restarts:
+        s = "s" if record.restarts > 1 else ""
+        result = replace(result, reason=f"{result.reason} (attempt {record.restarts + 1}: requeued "
+                                        f"{record.restarts} time{s})")
+    return result
+
+
+def _compose(
+    job_id: str,
+    external_id: str,
+    outcome: Mapping[str, Any] | None,
+    record: TaskRecord | None,
+    timeout_s: float,
+    stdout_path: Path | None,
+) -> JobResult:
+    word = record.base_state if record is not None else None
+    outside = ENDED_FROM_OUTSIDE.get(word or "")
+    if outcome is not None:
+        return _from_outcome(job_id, external_id, outcome, record, outside, timeout_s, stdout_path)
+    if record is None:
+        reason = "the scheduler forgot the task and its wrapper left no outcome"
+        state: JobState = "unknown"
+    elif outside is not None:
+        state, reason = outside, f"{scheduler_says(record)}; the wrapper left no outcome"
+    else:
+        state, reason = "unknown", f"the scheduler says {record.state} but the wrapper left no outcome"
+    elapsed = record.run_time_s if record is not None else 0.0
+    code = record.exit_code if record is not None and outside is None else None
+    return JobResult(job_id, state, code, None, elapsed, 0.0, "", "", False, False, reason,
+                     None, external_id, word)
+
+
+def _from_outcome(
+    job_id: str,
+    external_id: str,
+    outcome: Mapping[str, Any],
+    record: TaskRecord | None,
+    outside: JobState | None,
+    timeout_s: float,
+    stdout_path: Path | None,
+) -> JobResult:
+    word = record.base_state if record is not None else None
+    status = outcome.get("status")
+    if status is None:
+        state: JobState = "failed"
+        exit_code, sig, reason = None, None, str(outcome.get("error") or "the wrapper could not start the job")
+    else:
+        ended_by = {"timeout": "timeout", "signal": "cancel"}.get(outcome.get("ended_by") or "")
+        state, exit_code, sig, reason = describe_end(int(status), ended_by, timeout_s, 0)
+    if outside is not None and state != "ok" and record is not None:
+        state, reason = outside, f"{scheduler_says(record)}; {reason}"
+    return JobResult(
+        job_id=job_id,
+        state=state,
+        exit_code=exit_code,
+        signal=sig,
+        elapsed_s=float(outcome.get("elapsed_s", 0.0)),
+        cpu_s=float(outcome.get("cpu_s", 0.0)),
+        stdout_tail=str(outcome.get("stdout_tail", "")),
+        stderr_tail=str(outcome.get("stderr_tail", "")),
+        stdout_truncated=bool(outcome.get("stdout_truncated", False)),
+        stderr_truncated=bool(outcome.get("stderr_truncated", False)),
+        reason=reason,
+        stdout_path=stdout_path,
+        external_id=external_id,
+        scheduler_state=word,
+    )
