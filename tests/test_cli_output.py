@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ratchet
+from repo_fixture import git
 
 from ratchet.commands.init import scaffold
 
@@ -34,6 +35,8 @@ def test_compare_usage_names_its_arguments():
 
 def test_output_piped_to_a_file_is_not_wrapped_at_80_columns(tmp_path: Path):
     scaffold(tmp_path / "p", "benchmark")
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "baseline")):  # check refuses what run refuses
+        git(tmp_path / "p", *args)
     proc = _plain("check", str(tmp_path / "p"))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

@@ -152,7 +152,7 @@ def init(
 def check(
     directory: DirArg = Path("."),
     preflight: Annotated[bool, typer.Option(
-        "--preflight", help="Also measure the baseline once, in the sandbox, as `ratchet run` will.")] = False,
+        "--preflight", metavar="", help="Also measure the baseline once, in the sandbox, as `ratchet run` will.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -169,7 +169,7 @@ def run(
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID",
                                                help="Continue the interrupted run RUN_ID.")] = None,
     allow_concurrent: Annotated[bool, typer.Option(
-        "--allow-concurrent", help="Start even while another run of this project is in progress.")] = False,
+        "--allow-concurrent", metavar="", help="Start even while another run of this project is in progress.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -256,7 +256,8 @@ def _render_status(r: dict[str, Any]) -> None:
 def report(
     run_id: RunArg = None,
     directory: DirOpt = Path("."),
-    as_html: Annotated[bool, typer.Option("--html", help="Write one self-contained report.html instead.")] = False,
+    as_html: Annotated[bool, typer.Option(
+        "--html", metavar="", help="Write one self-contained report.html instead.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -274,7 +275,7 @@ def report(
 def watch(
     run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
     directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
-    once: Annotated[bool, typer.Option("--once", help="Print one frame and exit.")] = False,
+    once: Annotated[bool, typer.Option("--once", metavar="", help="Print one frame and exit.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one frame as exactly one JSON object.")] = False,
     debug: DebugOpt = False,
 ) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ratchet
-from repo_fixture import FIXTURE_IDENTITY
+from repo_fixture import FIXTURE_IDENTITY, git
 
 from ratchet.commands.check import check_report
 from ratchet.commands.init import scaffold
@@ -36,6 +36,8 @@ def _error(root: Path, seed: int) -> float:
 
 def test_examples_scaffold_can_accept_at_trial_1_under_the_default_gate(tmp_path: Path):
     scaffold(tmp_path / "e", "examples")
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "start")):  # check refuses what run refuses
+        git(tmp_path / "e", *args)
     report = check_report(tmp_path / "e")
     sizes = report["examples"]
     assert sizes["val"] >= 40 and sizes["test"] >= 30, sizes

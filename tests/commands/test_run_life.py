@@ -101,7 +101,7 @@ def test_sigterm_stops_a_run_like_ctrl_c_with_exit_130_and_the_resume_command(pr
     assert last["kind"] == "run.stopped" and last["data"]["stop_reason"] == "interrupted"
 
 
-def test_sigterm_during_the_preflight_exits_130_and_opens_no_run(project: Path):
+def test_sigterm_during_the_preflight_exits_130_and_leaves_a_resumable_run(project: Path):
     _slow(project, "preflight")
     run = Run(project)
     try:
@@ -114,7 +114,10 @@ def test_sigterm_during_the_preflight_exits_130_and_opens_no_run(project: Path):
     finally:
         run.stop()
     assert run.envelope()["error"]["code"] == "interrupted"
-    assert not (project / ".ratchet" / "runs").exists() or not os.listdir(project / ".ratchet" / "runs")
+    # The preflight is the run's first recorded measurement: the run stops interrupted, resumable.
+    (run_id,) = os.listdir(project / ".ratchet" / "runs")
+    stopped = [e["data"] for e in events(project, run_id) if e["kind"] == "run.stopped"]
+    assert stopped and stopped[-1]["stop_reason"] == "interrupted"
 
 
 def test_a_second_run_in_the_project_is_refused_naming_the_first_ones_pid(project: Path):
@@ -128,7 +131,7 @@ def test_a_second_run_in_the_project_is_refused_naming_the_first_ones_pid(projec
         code, out, _ = ratchet("run", str(project))
         assert code == 2 and out["error"]["code"] == "run.concurrent", out
         assert f"pid {first.proc.pid}" in out["error"]["message"] and "--allow-concurrent" in out["error"]["hint"]
-        assert not (project / ".ratchet" / "runs").exists() or not os.listdir(project / ".ratchet" / "runs")
+        assert len(os.listdir(project / ".ratchet" / "runs")) == 1, "the refused run opened no run of its own"
     finally:
         first.stop()
 
