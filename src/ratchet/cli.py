@@ -152,7 +152,8 @@ def init(
 def check(
     directory: DirArg = Path("."),
     preflight: Annotated[bool, typer.Option(
-        "--preflight", metavar="", help="Also measure the baseline once, in the sandbox, as `ratchet run` will.")] = False,
+        "--preflight", metavar="",
+        help="Also measure the baseline once, in the sandbox, as `ratchet run` will.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:

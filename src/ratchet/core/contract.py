@@ -8,86 +8,43 @@ yet validate here and are refused by `ratchet run` (see `support.py`).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from ratchet.core.contract_agents import (
+    AGENT_TEMPLATE_FIELDS,
+    AgentSection,
+    CategoricalParam,
+    CommandAgentConfig,
+    FilesAgentConfig,
+    FloatParam,
+    IntParam,
+    SearchAgentConfig,
+    check_agent_template,
+)
+from ratchet.core.contract_base import (
+    AGENT_RESERVED_ENV,
+    CONTRACT_FILE,
+    GLOB_CHARS,
+    NAME_PATTERN,
+    _Model,
+    check_scope_path,
+    env_problem,
+    parse_duration,
+    scope_covers,
+)
 from ratchet.core.contract_llm import LlmAgentConfig
 from ratchet.core.jobenv import env_name_problem
 
-CONTRACT_FILE = "ratchet.toml"
-NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
-GLOB_CHARS = set("*?[]{}")
-
-
-AGENT_RESERVED_ENV = frozenset({
-    "SWEEP_INDEX", "RATCHET_CHANNEL", "RATCHET_WORKSPACE", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
-    "XDG_STATE_HOME", "XDG_CACHE_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-})
-"""Variables Ratchet sets for a command agent or its launched experiments (`SWEEP_INDEX`: the index
-of a job in a launched array); `agent.command.pass_env` and `target.seed_env` may not name them."""
-
-
-def env_problem(name: str) -> str | None:
-    """Why a contract may not name variable `name` (core.jobenv's rule, plus the names Ratchet sets
-    for command agents), or None."""
-    if name in AGENT_RESERVED_ENV:
-        return f"{name!r} is set by Ratchet for command agents (reserved: {', '.join(sorted(AGENT_RESERVED_ENV))})"
-    return env_name_problem(name)
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
-_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
-
-
-def parse_duration(value: str | int | float) -> float:
-    """Seconds from a duration: a number of seconds, or a string `"90"`, `"90s"`, `"45m"`, `"2h"`.
-
-    Returns seconds >= 0. Raises ValueError naming the accepted forms.
-    """
-    if isinstance(value, bool):
-        raise ValueError("a duration is seconds or a string like '90s', '45m', '2h', not a boolean")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    else:
-        match = _DURATION.match(value)
-        if not match:
-            raise ValueError(f"{value!r} is not a duration: use seconds or '90s', '45m', '2h'")
-        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-    if seconds < 0:
-        raise ValueError("a duration must be >= 0")
-    return seconds
-
-
-def check_scope_path(path: str) -> str:
-    """Validate one scope entry: relative, no `..`, no absolute path, no glob, no `.git`.
-
-    Returns the path with a single trailing `/` kept (a directory entry). Raises ValueError.
-    """
-    if not path or not path.strip():
-        raise ValueError("an empty path is not allowed")
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
-        raise ValueError(f"{path!r} is absolute; scope paths are relative to the project root")
-    if "\\" in path:
-        raise ValueError(f"{path!r} contains a backslash; use '/'")
-    if GLOB_CHARS & set(path):
-        raise ValueError(f"{path!r} is a glob; list paths or directories (ending in '/')")
-    parts = [p for p in path.rstrip("/").split("/")]
-    if any(p in ("", ".", "..") for p in parts):
-        raise ValueError(f"{path!r} has an empty, '.' or '..' component")
-    if ".git" in parts:
-        raise ValueError(f"{path!r} touches .git, which is never in scope")
-    return path
-
-
-def scope_covers(entry: str, path: str) -> bool:
-    """True when scope `entry` covers `path`: the same path, or `path` inside the directory `entry`."""
-    entry = entry.rstrip("/")
-    path = path.rstrip("/")
-    return path == entry or path.startswith(entry + "/")
+__all__ = [
+    "AGENT_RESERVED_ENV", "AGENT_TEMPLATE_FIELDS", "CONTRACT_FILE", "GLOB_CHARS", "NAME_PATTERN", "AgentSection",
+    "BudgetSection", "CampaignSection", "CategoricalParam", "Check", "CommandAgentConfig", "ComputeSection",
+    "Contract", "CustomCheck", "ExactMatchCheck", "FilesAgentConfig", "FloatParam", "GateSection", "IntParam",
+    "JsonEqualityCheck", "LlmAgentConfig", "NormalizedMatchCheck", "NumericToleranceCheck", "RegexMatchCheck",
+    "SandboxSection", "ScopeSection", "SearchAgentConfig", "SlurmSection", "TargetSection", "check_agent_template",
+    "check_scope_path", "env_problem", "parse_duration", "scope_covers",
+]
 
 
 # --- [campaign] ---------------------------------------------------------------------------------
@@ -265,159 +222,6 @@ class ScopeSection(_Model):
             for p in self.protected:
                 if scope_covers(a, p) or scope_covers(p, a):
                     raise ValueError(f"scope.allowed entry {a!r} overlaps scope.protected entry {p!r}")
-        return self
-
-
-# --- [agent] ------------------------------------------------------------------------------------
-
-
-class FloatParam(_Model):
-    """A float tunable in [low, high]; `log` samples on a log scale (then low > 0)."""
-
-    type: Literal["float"]
-    low: float
-    high: float
-    log: bool = False
-
-    @model_validator(mode="after")
-    def _bounds(self) -> FloatParam:
-        return _check_bounds(self)
-
-
-class IntParam(_Model):
-    """An integer tunable in [low, high]; `log` samples on a log scale (then low > 0)."""
-
-    type: Literal["int"]
-    low: int
-    high: int
-    log: bool = False
-
-    @model_validator(mode="after")
-    def _bounds(self) -> IntParam:
-        return _check_bounds(self)
-
-
-class CategoricalParam(_Model):
-    """A tunable taking one of `choices` (>= 1 distinct values)."""
-
-    type: Literal["categorical"]
-    choices: Annotated[list[str | int | float | bool], Field(min_length=1)]
-
-
-def _check_bounds(param: FloatParam | IntParam) -> Any:
-    if not param.low < param.high:
-        raise ValueError(f"low ({param.low}) must be < high ({param.high})")
-    if param.log and param.low <= 0:
-        raise ValueError(f"log = true needs low > 0 (low is {param.low})")
-    return param
-
-
-Param = Annotated[FloatParam | IntParam | CategoricalParam, Field(discriminator="type")]
-
-
-class SearchAgentConfig(_Model):
-    """[agent.search]: Optuna over `space`, written into the params `file` (.toml or .json)."""
-
-    file: str
-    sampler: Literal["tpe", "random"] = "tpe"
-    space: Annotated[dict[str, Param], Field(min_length=1)]
-
-    @field_validator("file")
-    @classmethod
-    def _file(cls, value: str) -> str:
-        check_scope_path(value)
-        if not value.endswith((".toml", ".json")):
-            raise ValueError(f"{value!r}: the params file must end in .toml or .json")
-        return value
-
-
-class FilesAgentConfig(_Model):
-    """[agent.files]: prepared candidates (subdirectories or .patch files), one per attempt."""
-
-    path: str
-
-    @field_validator("path")
-    @classmethod
-    def _path(cls, value: str) -> str:
-        return check_scope_path(value)
-
-
-AGENT_TEMPLATE_FIELDS = ("prompt", "prompt_text", "workspace", "channel", "session")
-"""Placeholders of `agent.command.command` / `wake_command`: the prompt file's path, the prompt's
-text (one argument), the workspace, the channel folder, the session id the CLI reported (wake only)."""
-
-_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-
-
-def check_agent_template(value: str, allow_session: bool) -> str:
-    """Validate a command template: non-empty, only known `{placeholders}` (see
-    AGENT_TEMPLATE_FIELDS; `{session}` only in `wake_command`). Raises ValueError."""
-    if not value.strip():
-        raise ValueError("the command template is empty")
-    for name in _PLACEHOLDER.findall(value):
-        if name not in AGENT_TEMPLATE_FIELDS or (name == "session" and not allow_session):
-            known = ", ".join("{" + f + "}" for f in AGENT_TEMPLATE_FIELDS if allow_session or f != "session")
-            raise ValueError(f"unknown placeholder {{{name}}} (known: {known})")
-    return value
-
-
-class CommandAgentConfig(_Model):
-    """[agent.command]: an external coding-agent CLI run in its own workspace under the sandbox,
-    talking to the kernel through the channel (DESIGN.md §8, docs/agents-command.md).
-
-    command: argv template for a fresh start (placeholders AGENT_TEMPLATE_FIELDS but {session}).
-    wake_command: argv template for a CLI that resumes its session by id (None: each wake is a fresh
-    start of `command` with the wake message as its prompt). pass_env: names of variables copied
-    from the operator's environment (the model's credentials); nothing else of it reaches the agent.
-    network: the agent's sandbox shares the host's network. timeout_s: seconds per leg (also capped
-    by what budget.max_wall leaves). brief: a file of the project holding the user's brief.
-    """
-
-    command: str
-    wake_command: str | None = None
-    pass_env: list[str] = []
-    network: bool = False
-    timeout_s: Annotated[float, Field(gt=0)] = 3600.0
-    brief: str | None = None
-
-    @field_validator("command")
-    @classmethod
-    def _command(cls, value: str) -> str:
-        return check_agent_template(value, allow_session=False)
-
-    @field_validator("wake_command")
-    @classmethod
-    def _wake(cls, value: str | None) -> str | None:
-        return None if value is None else check_agent_template(value, allow_session=True)
-
-    @field_validator("pass_env")
-    @classmethod
-    def _pass_env(cls, value: list[str]) -> list[str]:
-        for name in value:
-            problem = env_problem(name)
-            if problem:
-                raise ValueError(problem)
-        return value
-
-    @field_validator("brief")
-    @classmethod
-    def _brief(cls, value: str | None) -> str | None:
-        return None if value is None else check_scope_path(value)
-
-
-class AgentSection(_Model):
-    """[agent]: who proposes candidates; the subsection named by `kind` is required."""
-
-    kind: Literal["search", "files", "command", "llm"]
-    search: SearchAgentConfig | None = None
-    files: FilesAgentConfig | None = None
-    command: CommandAgentConfig | None = None
-    llm: LlmAgentConfig | None = None
-
-    @model_validator(mode="after")
-    def _subsection(self) -> AgentSection:
-        if getattr(self, self.kind) is None:
-            raise ValueError(f"agent.kind = {self.kind!r} requires an [agent.{self.kind}] section")
         return self
 
 
