@@ -49,7 +49,8 @@ def betting_campaigns(d: np.ndarray, fresh: np.ndarray, margin: float, shape: tu
     """The betting test (after rule, A/A: no promotion passes level on before the first false one):
     attempt t at attempt_levels' split, every look at the full level (anytime-valid), futility at
     interim looks, confirmation on fresh units. Returns promoted per (campaign, attempt) row."""
-    from ratchet.core.gate import GateSettings, confirmation_looks, look_test
+    from ratchet.core.gate import GateSettings, look_test
+    from ratchet.core.gate_design import confirmation_looks
     from ratchet.core.stats.multiplicity import attempt_levels
     from ratchet.core.stats.sequential import ACCEPTED, walk_looks
 

@@ -51,7 +51,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from ratchet.core.gate import confirmation_looks  # noqa: E402
+from ratchet.core.gate_design import confirmation_looks  # noqa: E402
 from ratchet.core.stats.multiplicity import CONFIRM_SHARE, campaign_weight, trial_level  # noqa: E402
 from ratchet.core.stats.paired import binary_margin_test, sign_flip_test  # noqa: E402
 from ratchet.core.stats.sequential import ACCEPTED, boundaries, walk_looks  # noqa: E402

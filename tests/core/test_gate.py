@@ -20,8 +20,8 @@ from ratchet.core.gate import (
     UnitScore,
     Verdict,
     decide,
-    margin_for,
 )
+from ratchet.core.gate_design import margin_for
 
 LOOKS = (10, 20, 40)
 
@@ -295,7 +295,7 @@ def test_margin_for() -> None:
 
 
 def test_confirmation_is_one_look_at_the_designs_last_look_whatever_the_trial_used():
-    from ratchet.core.gate import confirmation_looks
+    from ratchet.core.gate_design import confirmation_looks
 
     assert confirmation_looks((10, 20, 40), 10) == (40,)
     assert confirmation_looks((10, 20, 40), 40) == (40,)
@@ -316,7 +316,7 @@ def test_guard_rejects_a_candidate_whose_unit_lost_far_more_than_the_others() ->
 
 
 def test_gate_design_records_the_test_its_guarantee_and_constants() -> None:
-    from ratchet.core.gate import gate_design
+    from ratchet.core.gate_design import gate_design
 
     design = gate_design("betting", (0.0, 1.0))
     assert design["test"] == "betting" and design["metric_range"] == [0.0, 1.0]

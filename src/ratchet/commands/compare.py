@@ -16,7 +16,8 @@ from typing import Any
 from ratchet.commands.run import open_project
 from ratchet.core.canonical import digest
 from ratchet.core.errors import EXIT_INTERRUPTED, RatchetError, UnsupportedError
-from ratchet.core.gate import Decision, margin_for_state
+from ratchet.core.gate import Decision
+from ratchet.core.gate_design import margin_for_state
 from ratchet.ledger.files import write_temp
 from ratchet.ledger.rundir import COMPARE_MODE
 from ratchet.loop.campaign import measure_plan, preflight, start_record

@@ -27,7 +27,8 @@ from ratchet.agents.base import (
 from ratchet.core.budget import exhausted, forecast, launch_refusal, limits, trial_worst_case
 from ratchet.core.errors import RatchetError
 from ratchet.core.events import LEDGER_FORMAT
-from ratchet.core.gate import Decision, gate_design, margin_for_state
+from ratchet.core.gate import Decision
+from ratchet.core.gate_design import gate_design, margin_for_state
 from ratchet.core.plan import Plan, Stage
 from ratchet.core.reach import reach_warnings
 from ratchet.core.state import AttemptState, RunState, parse_ts

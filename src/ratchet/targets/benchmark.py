@@ -15,7 +15,7 @@ from ratchet.compute.factory import job_resources
 from ratchet.core.budget import holdout_worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
-from ratchet.core.gate import confirmation_looks
+from ratchet.core.gate_design import confirmation_looks
 from ratchet.core.plan import Plan, PlannedJob, Stage, compile_plan
 from ratchet.core.vocab import Direction, GateTest, ScoreKind
 from ratchet.targets.base import UnitResult

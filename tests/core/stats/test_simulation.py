@@ -205,7 +205,7 @@ def test_aa_campaign_with_split_levels_and_confirmation_stays_within_alpha(distr
     trial and a confirmation of gate.units[-1] fresh units), the guarded sign-flip, 20 attempts.
     Under A/A nothing is promoted before the first false promotion, so every history is all
     `not_promoted`. Tolerance: 3 standard errors of the simulated rate over 2,000 campaigns."""
-    from ratchet.core.gate import confirmation_looks
+    from ratchet.core.gate_design import confirmation_looks
     from ratchet.core.stats.multiplicity import attempt_levels
 
     alpha, attempts, campaigns = 0.05, 20, 2_000
