@@ -2,7 +2,7 @@
 
 Ratchet's rules call Ratchet's own code: `ratchet.core.stats.paired` (sign_flip_test on a 2-D batch,
 binary_margin_test, i.e. exact McNemar at margin 0), `ratchet.core.stats.sequential` (boundaries,
-walk_looks), `ratchet.core.stats.multiplicity.trial_level` and `ratchet.core.gate.confirmation_looks`: the
+walk_looks), `ratchet.core.stats.multiplicity.trial_level` and `ratchet.core.gate_design.confirmation_looks`: the
 batched path tests/core/stats/test_simulation.py checks against `ratchet.core.gate.decide`. The field's
 rules are a few lines each over the same simulated scores.
 
@@ -28,7 +28,7 @@ Rules, for attempt t of a campaign of T attempts:
 - ratchet after (the rule now): attempt t's level from multiplicity.attempt_level (online fallback),
   split between the trial and the confirmation (multiplicity.attempt_levels), linear spending, the
   guarded sign-flip (continuous), confirmation in one look of LOOKS[-1] fresh units
-  (gate.confirmation_looks).
+  (gate_design.confirmation_looks).
 - keep-if-better (autoresearch-style): the candidate runs once (its own seed); promoted if its
   score beats the champion's recorded single score, which it then replaces. 1 job-unit.
 - threshold 0.5%: champion and candidate run on one shared seed (the same for the whole
@@ -203,7 +203,7 @@ def confirm(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Confirmation: each accepted trial that used `units` units of the design `looks` is re-measured
     on fresh units (its row of d_fresh) at its level, as a trial of its own, with the looks
-    `ratchet.core.gate.confirmation_looks(looks, units)` (one look at looks[-1]), or with
+    `ratchet.core.gate_design.confirmation_looks(looks, units)` (one look at looks[-1]), or with
     `before`, the rule before: (units, later looks), futility at their interim looks.
     Returns (promoted, confirmation units) per trial; both 0 where the trial was not accepted."""
     promoted = np.zeros(len(accepted), dtype=bool)
