@@ -5,11 +5,13 @@ Pure values only; the effectful executors live in `local.py` (process pool) and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from ratchet.core.errors import RatchetError
 from ratchet.core.vocab import JobState
 
 JOB_KILL_GRACE_S = 2.0
@@ -156,3 +158,19 @@ def run_jobs(executor: Executor, specs: Sequence[JobSpec], on_submit: OnSubmit |
              on_result: OnResult | None = None) -> list[JobResult]:
     """Submit `specs` and wait for them: one JobResult per spec, in `specs` order."""
     return executor.wait(executor.submit(specs, on_submit, on_result))
+
+
+JOB_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+"""A job id: filename-safe (it names the job's directory)."""
+
+
+def check_ids(specs: Sequence[JobSpec]) -> None:
+    """Refuse job ids that are not filename-safe or repeat. Raises RatchetError `job.bad_id` /
+    `job.duplicate_id`."""
+    seen: set[str] = set()
+    for spec in specs:
+        if not JOB_ID.fullmatch(spec.job_id) or spec.job_id in (".", ".."):
+            raise RatchetError("job.bad_id", f"job id {spec.job_id!r} is not filename-safe ([A-Za-z0-9_.-])")
+        if spec.job_id in seen:
+            raise RatchetError("job.duplicate_id", f"job id {spec.job_id!r} appears twice in one run")
+        seen.add(spec.job_id)

@@ -42,10 +42,10 @@ from ratchet.compute.base import (
     OnSubmit,
     SandboxMode,
     SandboxSpec,
+    check_ids,
     run_jobs,
 )
 from ratchet.compute.env import default_path
-from ratchet.compute.local import _check_ids
 from ratchet.compute.outcome import write_result
 from ratchet.compute.sandbox import PROBE_TIMEOUT_S, SandboxSetting, wrap_argv
 from ratchet.compute.slurm_states import (
@@ -149,7 +149,7 @@ class SlurmExecutor:
         every task, then release the array. If `on_submit` raises, the array is cancelled before
         anything ran and the error propagates. Raises RatchetError `job.bad_id`,
         `job.duplicate_id`, `compute.closed`, SchedulerError `slurm.sbatch` / `slurm.release`."""
-        _check_ids(specs)
+        check_ids(specs)
         if self._closed:
             raise RatchetError("compute.closed", "this executor was closed", hint="create a new SlurmExecutor")
         wrapper = self._install_wrapper()
