@@ -46,6 +46,11 @@ CRASH_AT_ENV = "RATCHET_TEST_CRASH_AT"
 kernel SIGKILL itself just before or just after the n-th event of that kind in the whole ledger is
 appended — a crash at an exact step. Read when a kernel opens; unset in normal use."""
 
+SALT_ENV = "RATCHET_TEST_SALT"
+"""Test hook (tests/loop/test_slurm_campaign.py): the run's salt instead of a random one, so two
+runs draw the same unit seeds (the same campaign on two backends). Unset in normal use: a salt an
+agent could predict would let it pick its units."""
+
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that stop a run cleanly: jobs killed, stop reason `interrupted`, exit 130, resumable."""
@@ -210,7 +215,7 @@ def new_kernel(loaded: LoadedContract, clock: Clock = utc_now) -> tuple[Kernel, 
     run.create()
     lock = acquire_lock(run.root)
     write_exclusive(run.contract, loaded.text.encode("utf-8"))
-    salt = secrets.token_hex(16)
+    salt = os.environ.get(SALT_ENV) or secrets.token_hex(16)
     write_exclusive(run.root / "salt", salt.encode())
     log = EventLog.open(run.events)
     return _effects(loaded, run, lock, log, clock), salt
