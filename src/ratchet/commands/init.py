@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from ratchet.core.contract import CONTRACT_FILE
 from ratchet.core.errors import DataError
@@ -274,9 +274,10 @@ def init_project(directory: Path, kind: str) -> dict[str, object]:
 
     Raises DataError `init.bad_kind` for an unknown kind, `init.exists` (see scaffold).
     """
-    if kind not in ("benchmark", "examples"):
+    if kind in ("benchmark", "examples"):
+        written = scaffold(directory, cast(Kind, kind))
+    else:
         raise DataError("init.bad_kind", f"--kind {kind!r} is not a target kind", hint="use benchmark or examples")
-    written = scaffold(directory, kind)  # type: ignore[arg-type]
     return {
         "directory": str(directory), "kind": kind, "written": [str(p) for p in written],
         "next": next_steps(directory),

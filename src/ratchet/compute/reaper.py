@@ -55,7 +55,8 @@ def _subreaper() -> None:
     try:
         import _ctypes
 
-        own = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]  # None: this process's own symbols
+        dlopen = vars(_ctypes)["dlopen"]  # untyped here: typeshed wants a path, None opens our own symbols
+        own = dlopen(None, os.RTLD_NOW)
         _ctypes.call_function(_ctypes.dlsym(own, "prctl"), (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
         return
     except (ImportError, AttributeError, OSError):

@@ -271,10 +271,10 @@ def _jobs(
     jobs = []
     for index, draw in enumerate(draws):
         look = next(k for k, n in enumerate(looks) if index < n)
-        first, second = ("champion", "candidate") if draw.order == 0 else ("candidate", "champion")
-        for order, variant in enumerate((first, second)):
+        pair: tuple[Variant, Variant] = ("champion", "candidate") if draw.order == 0 else ("candidate", "champion")
+        for order, variant in enumerate(pair):
             job_id = f"a{attempt:04d}-{stage}-u{index:03d}-{variant}"
-            jobs.append(PlannedJob(job_id, variant, trees[variant], index, draw.seed, order, look, draw.key))  # type: ignore[arg-type]
+            jobs.append(PlannedJob(job_id, variant, trees[variant], index, draw.seed, order, look, draw.key))
     return tuple(jobs)
 
 

@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ratchet.compute.base import Executor, SandboxSpec
 from ratchet.compute.cache import MeasurementCache
@@ -26,7 +26,7 @@ from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import ContractError, DataError, RatchetError
-from ratchet.core.events import LEDGER_FORMAT
+from ratchet.core.events import LEDGER_FORMAT, EventKind
 from ratchet.core.payloads import check_payload
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.blobs import BlobStore
@@ -92,7 +92,7 @@ class Kernel:
         check_payload(kind, data)
         if self.crash_at is not None:
             self._crash_if("before", kind)
-        event = self.log.append(kind, dict(data), self.clock())  # type: ignore[arg-type]
+        event = self.log.append(cast(EventKind, kind), dict(data), self.clock())  # a known kind: checked above
         self.index.apply(event)
         if self.crash_at is not None:
             self._crash_if("after", kind)

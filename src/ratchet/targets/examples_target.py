@@ -27,7 +27,7 @@ from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.plan import Plan, PlannedJob, Stage, UnitDraw, compile_plan
 from ratchet.core.stats.paired import wilson_interval
-from ratchet.core.vocab import Direction, GateTest, ScoreKind
+from ratchet.core.vocab import Direction, GateTest, ScoreKind, Variant
 from ratchet.targets import shard_runner
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.checks import ScriptRunner, parse_shard_lines
@@ -140,10 +140,11 @@ class ExamplesTarget:
         return compile_plan(stage=stage, attempt=attempt, trial=trial, champion_tree=champion_tree,
                             candidate_tree=candidate_tree, target=settings, looks=looks, draws=draws)
 
-    def single_side_jobs(self, name: str, tree: str, examples: Sequence[Example], variant: str) -> list[PlannedJob]:
+    def single_side_jobs(self, name: str, tree: str, examples: Sequence[Example], variant: Variant
+                         ) -> list[PlannedJob]:
         """Planned jobs measuring one tree on `examples` outside any plan (the preflight on dev, the
         final champion on dev and val): ids `a0000-<name>-u<i>-<variant>`."""
-        return [PlannedJob(f"a{HOLDOUT_ATTEMPT:04d}-{name}-u{i:03d}-{variant}", variant, tree, i,  # type: ignore[arg-type]
+        return [PlannedJob(f"a{HOLDOUT_ATTEMPT:04d}-{name}-u{i:03d}-{variant}", variant, tree, i,
                            EXAMPLES_SEED, 0, 0, ex.id) for i, ex in enumerate(examples)]
 
     def reserve_units(self) -> int:

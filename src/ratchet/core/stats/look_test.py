@@ -61,7 +61,8 @@ class LookTest:
     def d_range(self) -> tuple[float, float]:
         """The range of one paired difference, (lo - hi, hi - lo); binary: (-1, 1)."""
         if self.uses_betting:
-            return difference_range(self.metric_range)  # type: ignore[arg-type]
+            assert self.metric_range is not None  # uses_betting means a declared range
+            return difference_range(self.metric_range)
         return (-1.0, 1.0)
 
     def p_value(self, d: np.ndarray, margin: float, threshold: float | None) -> float | np.ndarray:
