@@ -102,6 +102,7 @@ def _benchmark(loaded: LoadedContract, git: Git, rev: str | None, seeds: int, ef
     kernel, salt = new_kernel(loaded)
     try:
         start_record(kernel, salt, commit, tree, 0, mode=CALIBRATE_MODE)
+        # seeds drawn as a trial's are, from this run's random salt (trial index 0: no campaign trial's)
         jobs = calibration_jobs(tree, [d.seed for d in seed_draws(c.campaign.seed, salt, "trial", 0, seeds)])
         ui.note(f"calibrate: measuring {rev or 'HEAD'} ({commit[:10]}) on {seeds} seeds, {REPEATS} times each")
         results = _measure(kernel, jobs, ui)
@@ -118,16 +119,17 @@ def _benchmark(loaded: LoadedContract, git: Git, rev: str | None, seeds: int, ef
         seconds = [float(r["elapsed_s"]) for r in kernel.state().finished_jobs.values()]
     finally:
         kernel.close()
+    failed = sum(v is None for v in values)
     stored = {
         "format": CALIBRATION_FORMAT, "run_id": kernel.run.run_id, "recorded_at": stopped.ts,
         "rev": rev or "HEAD", "commit": commit, "tree": tree, "target": target_settings(c, kernel.sandbox.mode),
-        "seeds": seeds, "repeats": REPEATS, "jobs": len(jobs), "failed": sum(v is None for v in values),
+        "seeds": seeds, "repeats": REPEATS, "jobs": len(jobs), "failed": failed,
         "job_seconds": sum(seconds) / len(seconds) if seconds else None,
         "values": table, "noise": noise.to_json(),
     }
     path = loaded.root / RATCHET_DIR / CALIBRATION_FILE
     write_exclusive(path, (json.dumps(stored, indent=1) + "\n").encode())
-    warnings = [_failures_warning(stored["failed"], seeds)] if stored["failed"] else []
+    warnings = [_failures_warning(failed, seeds)] if failed else []
     return {"kind": "benchmark", **{k: v for k, v in stored.items() if k not in ("format", "target")},
             "metric": c.target.metric, "direction": c.target.direction,
             **gate_effects(c, noise, effect), "stored": str(path), "warnings": warnings}
