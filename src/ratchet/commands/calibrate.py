@@ -58,6 +58,7 @@ CALIBRATION_FILE = "calibration.json"
 """The latest calibration, in the project's `.ratchet/` directory (never in a candidate's tree)."""
 
 CALIBRATION_FORMAT = "ratchet.calibration.v1"
+"""`calibration.json`'s `format`: a file of another format is not read."""
 
 ATTEMPT = 0
 """A calibration's jobs carry attempt number 0 (attempts are 1-based)."""
@@ -65,6 +66,7 @@ ATTEMPT = 0
 APPROXIMATION = ("sign-flip test: normal approximation of a one-sided paired t-test's power (Student t "
                  "quantiles); paired SD assumes a candidate keeps half of the champion's seed-to-seed variance")
 BINARY_APPROXIMATION = "exact McNemar power, assuming the candidate breaks nothing the champion passed (a floor)"
+"""How the detectable gains were computed (result `approximation`): continuous, binary scores."""
 
 
 def calibrate_project(directory: Path, *, rev: str | None, seeds: int | None, effect: float | None,
@@ -87,7 +89,10 @@ def calibrate_project(directory: Path, *, rev: str | None, seeds: int | None, ef
                         hint="the smallest gain worth detecting, in the metric's units (examples: a pass rate)")
     loaded, git = open_project(directory, for_compare=True)
     if loaded.contract.target.kind == "examples":
-        return _examples(loaded, effect)
+        result = _examples(loaded, effect)
+        if rev:
+            result["warnings"].append(f"--rev {rev} is not used: an examples target's calibration runs nothing")
+        return result
     with sole_run(loaded.root):
         return _benchmark(loaded, git, rev, seeds, effect, ui)
 

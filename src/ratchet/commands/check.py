@@ -24,8 +24,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     the same errors: `commands.project.check_project`), and return a summary dict with keys
     contract, target, scope, agent, gate, budget, sandbox, inputs, warnings, unsupported (always
     empty: an unsupported setting is refused), `scope_imports` and `detectable` (benchmark) or
-    `examples` (examples), and, with `preflight`, `preflight`: the baseline measured once, as `ratchet run`
-    does before spending any budget (in the sandbox when it is used).
+    `examples` (examples), and, with `preflight`, `preflight`: the baseline measured once, as
+    `ratchet run` does before spending any budget (in the sandbox when it is used).
 
     Raises ContractError / UnsupportedError / DataError / GitError / SandboxError (exit 2), and
     MeasurementError `preflight.no_metric` when the preflight measures nothing.
@@ -102,6 +102,8 @@ def _scope_import_warning(found: list[dict[str, str]]) -> list[str]:
     return [f"the benchmark runs code a candidate may change inside its own process: {what}{more}. Scope "
             "protects files, not a process: that code can change what the benchmark prints. Run candidate "
             "code in a subprocess and compute the metric in the protected benchmark (docs/threat-model.md)"]
+
+
 def detectable_summary(loaded: LoadedContract, head_tree: str, sandbox_mode: str) -> dict[str, Any]:
     """What the gate can detect on a benchmark: {"calibration": the stored calibration with the current
     gate's detectable gains (commands.calibrate.stored_calibration; None without one), "in_paired_sd":

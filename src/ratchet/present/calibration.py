@@ -75,15 +75,18 @@ def detectable_lines(d: Mapping[str, Any]) -> list[str]:
     cal = d.get("calibration")
     if cal and "ignored" not in cal:
         n = cal["noise"]
-        lines = [f"calibrated by run {cal['run_id']} ({cal['seeds']} seeds, commit {str(cal['commit'])[:10]}"
-                 + ("; HEAD has changed since" if cal["head_changed"] else "") + f"): paired SD "
-                 f"{fmt_num(n['paired_sd'])} (seed {fmt_num(n['seed_sd'])}, repeat {fmt_num(n['repeat_sd'])}"
-                 + (", deterministic" if n["deterministic"] else "") + ")"]
-        lines += [f"trial {lv['trial']} (level {fmt_p(lv['level'])}) detects {_per_look(lv)} at looks "
-                  f"{' / '.join(str(look['units']) for look in lv['looks'])} ({cal['power']:.0%} power)"
-                  for lv in cal["levels"]]
-        return lines
+        head = (f"calibrated by run {cal['run_id']} ({cal['seeds']} seeds, commit {str(cal['commit'])[:10]}"
+                + ("; HEAD has changed since" if cal["head_changed"] else "") + f"): paired SD "
+                f"{fmt_num(n['paired_sd'])} (seed {fmt_num(n['seed_sd'])}, repeat {fmt_num(n['repeat_sd'])}"
+                + (", deterministic" if n["deterministic"] else "")
+                + f"); gains detected with {cal['power']:.0%} power:")
+        return [head, *(_level_line(lv, "") for lv in cal["levels"])]
     guess = d["in_paired_sd"]
-    return [f"not calibrated: trial {lv['trial']} (level {fmt_p(lv['level'])}) detects {_per_look(lv)} paired SDs "
-            f"at looks {' / '.join(str(look['units']) for look in lv['looks'])} ({guess['power']:.0%} power); "
-            "`ratchet calibrate` measures the SD" for lv in guess["levels"]]
+    head = (f"not calibrated (`ratchet calibrate` measures the noise); gains detected with {guess['power']:.0%} "
+            "power, in paired-difference SDs:")
+    return [head, *(_level_line(lv, " SDs") for lv in guess["levels"])]
+
+
+def _level_line(level: Mapping[str, Any], unit: str) -> str:
+    looks = " / ".join(str(look["units"]) for look in level["looks"])
+    return f"  trial {level['trial']} (level {fmt_p(level['level'])}): {_per_look(level)}{unit} at looks {looks}"
