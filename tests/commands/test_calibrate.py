@@ -94,6 +94,12 @@ def test_check_shows_the_stored_calibration_instead_of_a_guess(bench_repo: Path)
     text = _human_check(bench_repo)
     assert f"calibrated by run {r['run_id']}" in text and "not calibrated" not in text
 
+    (bench_repo / "params.toml").write_text("x = 1.0\n")
+    git(bench_repo, "commit", "-q", "-am", "another champion")
+    code, moved, _ = ratchet("check", str(bench_repo))
+    assert code == 0 and moved["result"]["detectable"]["calibration"]["head_changed"] is True
+    assert "HEAD has changed since" in _human_check(bench_repo)
+
     set_contract(bench_repo, replace={'command = "python3 bench.py"': 'command = "python3 ./bench.py"'})
     code, changed, _ = ratchet("check", str(bench_repo))
     assert code == 0 and "ignored" in changed["result"]["detectable"]["calibration"]
@@ -138,6 +144,19 @@ def test_a_benchmark_without_a_metric_stops_the_calibration_with_its_reason(make
     stop = events(repo, run_id)[-1]["data"]
     assert (stop["stop_reason"], stop["detail"]) == ("calibrated", "calibrate.too_few_seeds")
     assert not (repo / ".ratchet" / "calibration.json").exists()
+
+
+FLAKY_BENCH = ("import os, sys\nif os.environ['RATCHET_JOB_ID'].endswith('-u001-champion-2'):\n    sys.exit(1)\n"
+               + BENCH_PY)
+"""The fixture's benchmark, failing on the second measurement of the second seed only."""
+
+
+def test_a_seed_with_a_failed_measurement_is_left_out_with_a_warning(make_repo, tmp_path: Path):
+    repo = make_repo(tmp_path / "flaky", files={"bench.py": FLAKY_BENCH})
+    r = _calibrate(repo, "--seeds", "4")
+    assert r["failed"] == 1 and r["noise"]["seeds"] == 3
+    assert r["values"][1]["values"] is None and all(row["values"] for i, row in enumerate(r["values"]) if i != 1)
+    assert any("1 of 4 seeds had a failed measurement" in w for w in r["warnings"])
 
 
 @pytest.mark.parametrize(("args", "code"), [(["--seeds", "1"], "calibrate.bad_seeds"),
