@@ -199,3 +199,13 @@ def test_help_lists_calibrate_as_built():
                           env={**os.environ, "COLUMNS": "200"})
     line = next(line for line in proc.stdout.splitlines() if " calibrate " in line)
     assert "not built" not in line
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"format": "ratchet.calibration.v1", "target": "x"}'])
+def test_check_ignores_a_damaged_calibration_file_with_a_warning(bench_repo: Path, text: str):
+    from ratchet.ledger.rundir import ensure_ratchet_dir
+
+    (ensure_ratchet_dir(bench_repo) / "calibration.json").write_text(text)
+    code, out, _ = ratchet("check", str(bench_repo))
+    assert code == 0 and "ignored" in out["result"]["detectable"]["calibration"]
+    assert any("calibration.json" in w and "ratchet calibrate" in w for w in out["result"]["warnings"])

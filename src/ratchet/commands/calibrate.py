@@ -165,9 +165,8 @@ def _measure(kernel: Kernel, jobs: list[PlannedJob], ui: CampaignUI) -> dict[str
 def _pair(results: Mapping[str, UnitResult], unit: int) -> tuple[float, float] | None:
     """A unit's REPEATS values in order, or None when any of them failed."""
     got = sorted((r for r in results.values() if r.unit == unit), key=lambda r: r.job_id)
-    if len(got) != REPEATS or any(r.failed or r.value is None for r in got):
-        return None
-    return got[0].value, got[1].value  # type: ignore[return-value]
+    values = [r.value for r in got if not r.failed and r.value is not None]
+    return (values[0], values[1]) if len(values) == len(got) == REPEATS else None
 
 
 def _noise(values: list[tuple[float, float] | None], kernel: Kernel, results: Mapping[str, UnitResult]) -> Noise:
@@ -274,13 +273,13 @@ def stored_calibration(loaded: LoadedContract, head_tree: str | None, sandbox_mo
     except (OSError, ValueError) as exc:
         return {"ignored": f"{path} cannot be read ({exc}); run `ratchet calibrate` again"}
     try:
-        if data.get("format") != CALIBRATION_FORMAT:
+        if data.get("format") != CALIBRATION_FORMAT or not isinstance(data.get("target"), dict):
             raise ValueError(f"format {data.get('format')!r}")
         noise = Noise.from_json(data["noise"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return {"ignored": f"{path} is not a calibration ({exc}); run `ratchet calibrate` again"}
     settings = target_settings(loaded.contract, sandbox_mode)
-    changed = sorted(k for k in settings if data.get("target", {}).get(k) != settings[k])
+    changed = sorted(k for k in settings if data["target"].get(k) != settings[k])
     if changed:
         return {"ignored": f"the stored calibration ({data.get('run_id')}) measured other target settings "
                            f"({', '.join(changed)} changed since); run `ratchet calibrate` again"}

@@ -28,7 +28,7 @@ JOB_STAGES: Mapping[str, str] = {
     "preflight": "the baseline measured once before any attempt (its mean is the first champion figure)",
     **STAGES,
     "launch": "an agent's own experiment, run on its request and charged to the budget",
-    "calibrate": "`ratchet calibrate` measuring the champion on one seed (twice per seed) to learn its noise",
+    "calibrate": "`ratchet calibrate` measuring the champion, twice per seed, to learn its noise",
 }
 """Why a job ran (`job.started` / `job.finished` data.stage)."""
 
