@@ -21,7 +21,7 @@ def _plain(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
                           cwd=cwd, env=env)
 
 
-@pytest.mark.parametrize("command", ["compare", "status", "run", "init", "check", "verify"])
+@pytest.mark.parametrize("command", ["compare", "status", "run", "init", "check", "verify", "calibrate"])
 def test_help_shows_no_bool_placeholder_nor_braces(command: str):
     text = _plain(command, "--help").stdout
     assert "<bool>" not in text and "{" not in text, text

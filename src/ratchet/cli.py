@@ -320,8 +320,31 @@ def _not_built(name: str) -> Callable[..., None]:
     return command
 
 
-for _name in ("verify", "calibrate"):
-    app.command(name=_name, cls=_Command)(_not_built(_name))
+app.command(name="verify", cls=_Command)(_not_built("verify"))
+
+
+@app.command(cls=_Command)
+def calibrate(
+    directory: DirArg = Path("."),
+    rev: Annotated[str | None, typer.Option("--rev", metavar="REV",
+                                            help="Measure this git revision instead of HEAD.")] = None,
+    seeds: Annotated[int | None, typer.Option(
+        "--seeds", metavar="N", help="Seeds to measure, each twice (default 8).")] = None,
+    effect: Annotated[float | None, typer.Option(
+        "--effect", metavar="E", help="A gain worth detecting (metric units; examples: a pass rate): suggest "
+                                      "gate.units for it.")] = None,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Measure the champion's noise (seeds twice each) and show the smallest gain the gate can detect."""
+    from ratchet.commands.calibrate import calibrate_project
+    from ratchet.present.calibration import render_calibrate
+    from ratchet.present.progress import LogUI, RichUI
+
+    ui = LogUI(err) if as_json else RichUI(err)
+    execute("calibrate", as_json, debug,
+            lambda: calibrate_project(directory, rev=rev, seeds=seeds, effect=effect, ui=ui),
+            lambda r: render_calibrate(out, r))
 
 
 def main() -> None:

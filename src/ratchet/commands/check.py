@@ -28,9 +28,9 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     """Load and validate the contract in `directory`, refuse what `ratchet run` would refuse (with
     the same errors: `commands.project.check_project`), and return a summary dict with keys
     contract, target, scope, agent, gate, budget, sandbox, inputs, warnings, unsupported (always
-    empty: an unsupported setting is refused), `scope_imports` (benchmark) or `examples`
-    (examples), and, with `preflight`, `preflight`: the baseline measured once, as `ratchet run`
-    does before spending any budget (in the sandbox when it is used).
+    empty: an unsupported setting is refused), `scope_imports` and `detectable` (benchmark) or
+    `examples` (examples), and, with `preflight`, `preflight`: the baseline measured once, as
+    `ratchet run` does before spending any budget (in the sandbox when it is used).
 
     The looks and the worst-case budget are the run's own: the target is built as `ratchet run`
     builds it (an examples target's looks are clamped to the val split and its reserve is
@@ -69,6 +69,9 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     if contract.target.kind == "benchmark":
         extra["scope_imports"] = scope_import_summary(contract, loaded.root)
         warnings.extend(_scope_import_warning(extra["scope_imports"]))
+        extra["detectable"] = detectable_summary(loaded, git.tree_of(git.head_commit()), sandbox["resolved"])
+        if (extra["detectable"]["calibration"] or {}).get("ignored"):
+            warnings.append(extra["detectable"]["calibration"]["ignored"])
     if data is not None:
         extra["examples"] = examples_summary(contract, data, gate["levels"][0]["level"], looks)
         warnings.extend(extra["examples"].pop("warnings"))
@@ -114,6 +117,18 @@ def _scope_import_warning(found: list[dict[str, str]]) -> list[str]:
     return [f"the benchmark runs code a candidate may change inside its own process: {what}{more}. Scope "
             "protects files, not a process: that code can change what the benchmark prints. Run candidate "
             "code in a subprocess and compute the metric in the protected benchmark (docs/threat-model.md)"]
+
+
+def detectable_summary(loaded: LoadedContract, head_tree: str, sandbox_mode: str) -> dict[str, Any]:
+    """What the gate can detect on a benchmark: {"calibration": the stored calibration with the current
+    gate's detectable gains (commands.calibrate.stored_calibration; None without one), "in_paired_sd":
+    the detectable gains in units of the paired difference's SD (margin 0), what is known without one}."""
+    from ratchet.commands.calibrate import effects_for, stored_calibration
+
+    return {"calibration": stored_calibration(loaded, head_tree, sandbox_mode),
+            "in_paired_sd": effects_for(loaded.contract, 1.0, "continuous", 0.0, None)}
+
+
 def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
     """Measure HEAD's tree once as a run's preflight would: {"commit", "state", "value", "reason"}.
     Raises MeasurementError `preflight.no_metric` / `preflight.sandbox_only` when it measures nothing."""

@@ -19,7 +19,7 @@ from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
-from ratchet.ledger.rundir import COMPARE_MODE, RunDir, list_runs, open_run, run_mode
+from ratchet.ledger.rundir import ONE_SHOT_MODES, RunDir, list_runs, open_run, run_mode
 from ratchet.present.report.data import (
     MAX_DIFF_CHARS,
     MAX_REPORT_CHARS,
@@ -46,11 +46,11 @@ def read_run(run: RunDir) -> tuple[list[Event], str | None]:
 
 
 def find_run(project_root: Path, run_id: str | None) -> RunDir:
-    """Run `run_id`, or when None the latest campaign (`ratchet compare` runs are skipped unless
-    there is nothing else). Raises DataError `run.bad_id` / `run.not_found`."""
+    """Run `run_id`, or when None the latest campaign (`ratchet compare` and `ratchet calibrate`
+    runs are skipped unless there is nothing else). Raises DataError `run.bad_id` / `run.not_found`."""
     if run_id is None:
         for candidate in reversed(list_runs(project_root)):
-            if run_mode(RunDir(Path(project_root), candidate)) != COMPARE_MODE:
+            if run_mode(RunDir(Path(project_root), candidate)) not in ONE_SHOT_MODES:
                 run_id = candidate
                 break
     return open_run(project_root, run_id)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ratchet.core.errors import LedgerError
-from ratchet.core.vocab import JobStage, StopReason, Variant
+from ratchet.core.vocab import JobStage, RunMode, StopReason, Variant
 
 Json = Any
 """A JSON value kept as is (plan settings, a model call's record, per-example results)."""
@@ -48,7 +48,7 @@ class RunStarted(Payload):
     direction: str
     limits: dict[str, float]
     holdout_reserve: int
-    mode: str | None = None
+    mode: RunMode | None = None
     examples: dict[str, Json] | None = None
     versions: dict[str, str] | None = None
     gate: dict[str, Json] | None = None
@@ -254,12 +254,14 @@ class ChampionPromoted(Payload):
 
 
 class RunStopped(Payload):
-    """The campaign stopped."""
+    """The campaign stopped. calibration: a `ratchet calibrate` run's result (stop reason
+    `calibrated`): seeds, the raw values per seed, the noise estimate (core.stats.calibration.Noise)."""
 
     stop_reason: StopReason
     budget: str | None
     detail: str | None
     signature: str | None = None
+    calibration: dict[str, Json] | None = None
 
 
 class LedgerRepaired(Payload):

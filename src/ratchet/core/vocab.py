@@ -23,11 +23,12 @@ STAGES: Mapping[str, str] = {
 }
 """The stages a plan is compiled for."""
 
-JobStage = Literal["preflight", "trial", "confirm", "holdout", "launch"]
+JobStage = Literal["preflight", "trial", "confirm", "holdout", "launch", "calibrate"]
 JOB_STAGES: Mapping[str, str] = {
     "preflight": "the baseline measured once before any attempt (its mean is the first champion figure)",
     **STAGES,
     "launch": "an agent's own experiment, run on its request and charged to the budget",
+    "calibrate": "`ratchet calibrate` measuring the champion, twice per seed, to learn its noise",
 }
 """Why a job ran (`job.started` / `job.finished` data.stage)."""
 
@@ -40,7 +41,7 @@ VARIANTS: Mapping[str, str] = {
 """Which side of a comparison a job measured."""
 
 StopReason = Literal["budget_exhausted", "plateau", "target_reached", "agent_stopped", "interrupted",
-                     "preflight_failed", "compared", "abandoned"]
+                     "preflight_failed", "compared", "calibrated", "abandoned"]
 STOP_REASONS: Mapping[str, str] = {
     "budget_exhausted": "a budget (data.budget names it) cannot cover the next attempt and the reserved holdout",
     "plateau": "gate.patience trials in a row ended without a promotion",
@@ -49,9 +50,17 @@ STOP_REASONS: Mapping[str, str] = {
     "interrupted": "Ctrl-C or SIGTERM: jobs were killed; the run can be resumed",
     "preflight_failed": "the baseline could not be measured at all before the first attempt",
     "compared": "a `ratchet compare` made its one comparison",
+    "calibrated": "a `ratchet calibrate` measured the champion's noise (data.calibration; data.detail names a failure)",
     "abandoned": "`ratchet abandon` closed an interrupted run without resuming it",
 }
 """Why a campaign stopped (`run.stopped` data.stop_reason)."""
+
+RunMode = Literal["compare", "calibrate"]
+RUN_MODES: Mapping[str, str] = {
+    "compare": "`ratchet compare`: one paired comparison of two revisions; never resumed",
+    "calibrate": "`ratchet calibrate`: the champion measured twice per seed to learn its noise; never resumed",
+}
+"""What a run directory that is not a campaign holds (`run.started` data.mode; a campaign has none)."""
 
 RunStatus = Literal["running", "stopped", "interrupted"]
 RUN_STATUSES: Mapping[str, str] = {
@@ -107,12 +116,12 @@ unconditional margin test, valid for every distribution of paired pass/fail unit
 
 CLOSED_SETS: Mapping[str, Mapping[str, str]] = {
     "stage": STAGES, "job stage": JOB_STAGES, "variant": VARIANTS, "stop reason": STOP_REASONS,
-    "run status": RUN_STATUSES, "job state": JOB_STATES, "metric state": METRIC_STATES,
+    "run mode": RUN_MODES, "run status": RUN_STATUSES, "job state": JOB_STATES, "metric state": METRIC_STATES,
 }
 """Every closed set with its meanings, by name (what the docs list)."""
 
 for _literal, _meanings in ((Stage, STAGES), (JobStage, JOB_STAGES), (Variant, VARIANTS),
-                            (StopReason, STOP_REASONS), (RunStatus, RUN_STATUSES), (JobState, JOB_STATES),
-                            (MetricState, METRIC_STATES)):
+                            (StopReason, STOP_REASONS), (RunMode, RUN_MODES), (RunStatus, RUN_STATUSES),
+                            (JobState, JOB_STATES), (MetricState, METRIC_STATES)):
     assert set(get_args(_literal)) == set(_meanings), _literal
 assert set(get_args(MeasurementState)) == set(JOB_STATES) | set(METRIC_STATES)

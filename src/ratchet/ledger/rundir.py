@@ -23,8 +23,10 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from ratchet.core.errors import DataError, LedgerError
+from ratchet.core.vocab import RunMode
 from ratchet.ledger.files import make_dirs, read_nofollow, write_exclusive
 
 RATCHET_DIR = ".ratchet"
@@ -201,8 +203,15 @@ def ensure_ratchet_dir(project_root: str | os.PathLike[str]) -> Path:
     return ratchet
 
 
-COMPARE_MODE = "compare"
+COMPARE_MODE: RunMode = "compare"
 """`run.started` data `mode` of a `ratchet compare` run: never resumed, never a campaign."""
+
+CALIBRATE_MODE: RunMode = "calibrate"
+"""`run.started` data `mode` of a `ratchet calibrate` run: never resumed, never a campaign."""
+
+ONE_SHOT_MODES: frozenset[str] = frozenset(get_args(RunMode))
+"""Every `mode` a run that is not a campaign records: such runs are never resumed, never block a
+new `ratchet run`, and are not `the latest run` while a campaign exists."""
 
 
 def run_mode(run: RunDir) -> str | None:

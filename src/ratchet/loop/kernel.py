@@ -34,7 +34,7 @@ from ratchet.ledger.events import Event, EventLog, scan_log
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
-from ratchet.ledger.rundir import COMPARE_MODE, RATCHET_DIR, RunDir, list_runs, new_run_id
+from ratchet.ledger.rundir import ONE_SHOT_MODES, RATCHET_DIR, RunDir, list_runs, new_run_id
 from ratchet.loop.measure import Progress, Runner
 from ratchet.targets.base import Jobs
 from ratchet.workspace.git import Git
@@ -198,7 +198,7 @@ def interrupted_runs(root: Path) -> list[str]:
         except RatchetError:
             out.append(run_id)  # damaged: only an explicit resume can say more
             continue
-        if not events or events[0].kind != "run.started" or events[0].data.get("mode") == COMPARE_MODE:
+        if not events or events[0].kind != "run.started" or events[0].data.get("mode") in ONE_SHOT_MODES:
             continue
         if torn is not None or fold(events).state in ("running", "interrupted"):
             out.append(run_id)
@@ -240,9 +240,10 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
                             hint="start a new run with `ratchet run`")
         _check_format(run_id, log.events[0].data.get("ledger_format", 1))
         state = fold(log.events)
-        if log.events and log.events[0].data.get("mode") == COMPARE_MODE:
-            raise DataError("run.is_compare", f"run {run_id} is a `ratchet compare`, not a campaign: nothing to resume",
-                            hint="run the comparison again")
+        mode = log.events[0].data.get("mode")
+        if mode in ONE_SHOT_MODES:
+            raise DataError(f"run.is_{mode}", f"run {run_id} is a `ratchet {mode}`, not a campaign: nothing to resume",
+                            hint=f"run `ratchet {mode}` again")
         if state.state == "stopped":
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
                             hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "

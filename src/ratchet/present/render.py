@@ -105,6 +105,11 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
                   + (f"at least {mde:.3f}" if mde is not None else "none (val too small for the level)"))
         out.print("           gate.confirm does not apply to examples (no fresh units); the test split is "
                   "measured once at the end")
+    if "detectable" in r:
+        from ratchet.present.calibration import detectable_lines
+
+        for k, line in enumerate(detectable_lines(r["detectable"])):
+            out.print(("[bold]detect[/]   " if k == 0 else "           ") + escape(line))
     s = r["scope"]
     out.print(f"[bold]scope[/]    allowed {s['allowed']}, protected {s['protected']}, hidden {s['hidden']}")
     out.print(f"[bold]agent[/]    {r['agent']['kind']}")
