@@ -22,7 +22,7 @@ from ratchet.commands.run import open_project
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError, RatchetError
-from ratchet.core.gate import margin_for
+from ratchet.core.gate_design import margin_for
 from ratchet.core.plan import PlannedJob, seed_draws
 from ratchet.core.stats.calibration import (
     DEFAULT_POWER,
