@@ -32,11 +32,11 @@ def test_a_project_in_a_subfolder_of_a_repository_is_refused_by_check_as_by_run(
     assert "top of a git repository" in check[1]["message"]
 
 
-def test_an_unsupported_setting_is_refused_by_check_as_by_run(make_repo, tmp_path: Path):
+def test_a_compute_setting_this_machine_cannot_run_is_refused_by_check_as_by_run(make_repo, tmp_path: Path):
     root = make_repo(tmp_path / "repo")
-    set_contract(root, append='\n[compute]\nbackend = "slurm"\n')
+    set_contract(root, append="\n[compute]\ngpus_per_job = 2\ngpus = [0]\n")
     check, run = _both(root)
-    assert check == run and check[0] == 2 and check[1]["code"] == "unsupported.backend"
+    assert check == run and check[0] == 2 and check[1]["code"] == "compute.gpus_too_few"
 
 
 @pytest.mark.slow

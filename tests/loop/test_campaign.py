@@ -120,10 +120,11 @@ def test_a_tunable_with_no_effect_promotes_nothing_in_most_seeded_runs(make_repo
     assert promoted <= 1, f"{promoted} of {len(seeds)} no-effect campaigns promoted something"
 
 
-def test_settings_not_built_yet_are_refused_with_exit_2(bench_repo: Path):
-    set_contract(bench_repo, append='[compute]\nbackend = "slurm"\n')
+def test_a_compute_setting_this_machine_cannot_run_is_refused_with_exit_2(bench_repo: Path):
+    set_contract(bench_repo, append="[compute]\ngpus_per_job = 1\n")  # no device declared in compute.gpus
     code, out, _ = ratchet("run", str(bench_repo))
-    assert code == 2 and out["error"]["code"] == "unsupported.backend"
+    assert code == 2 and out["error"]["code"] == "compute.gpus_too_few"
+    assert not (bench_repo / ".ratchet" / "runs").exists() or not any((bench_repo / ".ratchet" / "runs").iterdir())
 
 
 def test_baseline_without_metric_stops_before_any_budget(make_repo, tmp_path: Path):

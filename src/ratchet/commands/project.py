@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ratchet.compute.factory import check_compute
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract_load import LoadedContract, load_contract
 from ratchet.core.errors import DataError
@@ -26,6 +27,7 @@ def check_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCon
     all exit 2."""
     loaded = load_contract(directory)
     refuse_unsupported(loaded.contract, agent=not for_compare)
+    check_compute(loaded.contract.compute)
     if not Git.is_repo(loaded.root):
         raise DataError("git.not_a_repo", f"{loaded.root} is not a git repository",
                         hint="run `git init && git add -A && git commit -m baseline` first")

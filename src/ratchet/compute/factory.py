@@ -15,6 +15,18 @@ def job_resources(compute: ComputeSection) -> Resources:
     return Resources(cpus=compute.cpus_per_job, gpus=compute.gpus_per_job, memory_mb=compute.memory_mb_per_job)
 
 
+def check_compute(compute: ComputeSection) -> None:
+    """Refuse a `[compute]` this machine cannot run (`ratchet check` and `ratchet run` alike):
+    locally, GPU jobs asking more devices than `compute.gpus` declares. Raises RatchetError
+    `compute.gpus_too_few`."""
+    if compute.backend == "local" and compute.gpus_per_job > len(compute.gpus):
+        raise RatchetError(
+            "compute.gpus_too_few",
+            f"compute.gpus_per_job is {compute.gpus_per_job} but compute.gpus declares {len(compute.gpus)} devices",
+            hint="list this machine's GPUs in compute.gpus (e.g. gpus = [0, 1]) or lower compute.gpus_per_job",
+        )
+
+
 def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None = None) -> Executor:
     """The executor of `compute.backend` for a run whose jobs live in `jobs_dir`.
 
@@ -26,16 +38,11 @@ def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None 
     fewer devices declared than one job asks).
     """
     k = jobs_at_once(compute.max_parallel, compute.gpus_per_job, compute.max_concurrent_gpus, len(compute.gpus))
+    check_compute(compute)
     if compute.backend == "slurm":
         from ratchet.compute.slurm import SlurmExecutor
 
         return SlurmExecutor(jobs_dir, k, compute.slurm)
-    if compute.gpus_per_job > len(compute.gpus):
-        raise RatchetError(
-            "compute.gpus_too_few",
-            f"compute.gpus_per_job is {compute.gpus_per_job} but compute.gpus declares {len(compute.gpus)} devices",
-            hint="list this machine's GPUs in compute.gpus (e.g. gpus = [0, 1]) or lower compute.gpus_per_job",
-        )
     from ratchet.compute.local import LocalExecutor
 
     return LocalExecutor(jobs_dir, k, pid_dir, compute.gpu_devices)
