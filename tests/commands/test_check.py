@@ -140,7 +140,9 @@ def test_check_on_examples_uses_the_looks_clamped_to_val_and_the_examples_reserv
 
 def test_check_says_futility_only_for_a_look_that_cannot_stop_for_efficacy(bench_repo: Path):
     text = (bench_repo / "ratchet.toml").read_text()
-    (bench_repo / "ratchet.toml").write_text(text + "[gate]\nunits = [8, 16, 32]\n[budget]\nmax_attempts = 10\n")
+    # Without confirmation the trial keeps the attempt's whole level (with it, the trial gets its square root).
+    (bench_repo / "ratchet.toml").write_text(text + "[gate]\nunits = [8, 16, 32]\nconfirm = false\n"
+                                             "[budget]\nmax_attempts = 10\n")
     report = check_report(bench_repo)
     levels = report["gate"]["levels"]
     assert levels[0]["stops"] == ["efficacy", "efficacy", "efficacy"]
@@ -153,7 +155,7 @@ def test_check_says_futility_only_for_a_look_that_cannot_stop_for_efficacy(bench
 
 def test_check_warns_with_the_fix_when_no_trial_can_reach_its_level(bench_repo: Path):
     text = (bench_repo / "ratchet.toml").read_text()
-    (bench_repo / "ratchet.toml").write_text(text + "[gate]\nunits = [4]\n")
+    (bench_repo / "ratchet.toml").write_text(text + "[gate]\nunits = [4]\nconfirm = false\n")
     warnings = check_report(bench_repo)["warnings"]
     warning = next(w for w in warnings if w.startswith("no trial can accept"))
     assert "with 4 units at the last look (looks [4]) the exact test's smallest p-value is 0.0625" in warning
