@@ -94,9 +94,11 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
         }
         _fail(command, as_json, debug, error, EXIT_INTERNAL)
     code = result.pop("_exit_code", 0)
+    failure = result.pop("_error", None)  # a command whose result says why it failed (verify: exit 3)
     if as_json:
-        error = None if code == 0 else {"code": "interrupted", "message": f"`ratchet {command}` was interrupted",
-                                        "hint": result.get("resume")}
+        error = None if code == 0 else failure or {"code": "interrupted",
+                                                   "message": f"`ratchet {command}` was interrupted",
+                                                   "hint": result.get("resume")}
         print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": error}, default=str))
     else:
         render(result)
@@ -264,17 +266,43 @@ def _render_status(r: dict[str, Any]) -> None:
 def report(
     run_id: RunArg = None,
     directory: DirOpt = Path("."),
+    attempt: Annotated[int | None, typer.Option("--attempt", metavar="N",
+                                                help="Show attempt N: its report, diff, verdict and figures.")] = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Re-render a run's report.md (and its plots) from its ledger."""
+    """Re-render a run's report.md (and its plots) from its ledger, or show one attempt."""
     from ratchet.commands.runs import find_run, write_report
+
+    if attempt is not None:
+        from ratchet.commands.attempt import attempt_report
+        from ratchet.present.evidence import render_attempt
+
+        execute("report", as_json, debug, lambda: attempt_report(directory, run_id, attempt),
+                lambda r: render_attempt(out, r))
+        return
 
     def work() -> dict[str, Any]:
         run = find_run(directory, run_id)
         return {"run_id": run.run_id, "report": str(write_report(run))}
 
     execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
+
+
+@app.command(cls=_Command)
+def verify(
+    run_id: RunArg = None,
+    directory: DirOpt = Path("."),
+    key: Annotated[Path | None, typer.Option("--key", metavar="PUBKEY",
+                                             help="Public key file to check the signatures against.")] = None,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Check a run offline from its run directory: chain, blobs, plans, verdicts, budgets, signatures."""
+    from ratchet.commands.verify import verify_run
+    from ratchet.present.evidence import render_verify
+
+    execute("verify", as_json, debug, lambda: verify_run(directory, run_id, key), lambda r: render_verify(out, err, r))
 
 
 def _not_built(name: str) -> Callable[..., None]:
@@ -291,7 +319,7 @@ def _not_built(name: str) -> Callable[..., None]:
     return command
 
 
-for _name in ("verify", "calibrate", "watch"):
+for _name in ("calibrate", "watch"):
     app.command(name=_name, cls=_Command)(_not_built(_name))
 
 

@@ -138,7 +138,9 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
         summary["warning"] = (f"sandbox.mode = 'bwrap' but bubblewrap does not work here ({status.reason}): "
                               "run will refuse")
     elif mode == "none" or resolved == "none":
-        summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
+        summary["warning"] = ("jobs will run without a sandbox (no isolation from your files and network): "
+                              "they can read the project's signing key (.ratchet/keys/ed25519.pem) and sign results "
+                              "as this project (docs/verify.md)")
     return summary
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ratchet.core.audit import evidence_lines
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
+from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
 from ratchet.ledger.rundir import COMPARE_MODE, RunDir, list_runs, open_run, run_mode
@@ -93,7 +95,8 @@ def _indexed_state(
 
 
 def write_report(run: RunDir, state: RunState | None = None) -> Path:
-    """(Re-)render `report.md` and its plots for `run` from its ledger; returns the report's path."""
+    """(Re-)render `report.md` and its plots for `run` from its ledger, ending with the ledger head and
+    the last signature (core.audit.evidence_lines); returns the report's path."""
     from ratchet.core.contract_load import parse_contract  # pydantic: only for reports, not for status
     from ratchet.present.report.markdown import render_report
     from ratchet.present.report.plots import champion_plot, effects_plot
@@ -118,5 +121,6 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
         plots=[p.relative_to(run.root).as_posix() for p in plots],
         splits=holdout[-1].get("splits") if holdout else None,
     )
-    run.report.write_text(text, encoding="utf-8")
+    text += "\n" + "\n".join(evidence_lines(events, run.run_id))
+    write_exclusive(run.report, text.encode("utf-8"))
     return run.report

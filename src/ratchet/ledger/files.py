@@ -14,8 +14,14 @@ import secrets
 import stat
 from pathlib import Path
 
-FILE_MODE = 0o644
-"""Permissions of every file the ledger writes."""
+FILE_MODE = 0o600
+"""Permissions of every file the ledger writes: a run's evidence is its owner's alone."""
+
+SHARED_FILE_MODE = 0o644
+"""Permissions of a file written outside a run directory that others may read (.git/info/exclude)."""
+
+PRIVATE_DIR_MODE = 0o700
+"""Permissions of a run directory and its subdirectories."""
 
 DIR_MODE = 0o755
 """Permissions of every directory the ledger creates."""
@@ -43,13 +49,14 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(6)}")
 
 
-def write_temp(path: Path, data: bytes) -> Path:
-    """Write `data` to a new exclusive temp file next to `path`, fsync it, return its path.
+def write_temp(path: Path, data: bytes, mode: int = FILE_MODE) -> Path:
+    """Write `data` to a new exclusive temp file next to `path` with permissions `mode`, fsync it,
+    return its path.
 
     Raises OSError (FileExistsError if the temp name exists, ELOOP for a symlink).
     """
     tmp = temp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         write_all(fd, data)
         os.fsync(fd)
@@ -61,15 +68,15 @@ def write_temp(path: Path, data: bytes) -> Path:
     return tmp
 
 
-def write_exclusive(path: str | os.PathLike[str], data: bytes) -> None:
-    """Atomically replace the file at `path` with exactly `data`.
+def write_exclusive(path: str | os.PathLike[str], data: bytes, mode: int = FILE_MODE) -> None:
+    """Atomically replace the file at `path` with exactly `data` (permissions `mode`).
 
     Exclusive temp (O_CREAT|O_EXCL|O_NOFOLLOW) + fsync + rename + fsync of the directory: a reader
     sees the old content or the new, never a mix, and a symlink at `path` is replaced, not followed.
     The parent directory must exist. Raises OSError.
     """
     target = Path(path)
-    tmp = write_temp(target, data)
+    tmp = write_temp(target, data, mode)
     try:
         os.replace(tmp, target)
     except BaseException:

@@ -29,6 +29,7 @@ from ratchet.core.gate import Decision, margin_for
 from ratchet.core.plan import Plan, Stage
 from ratchet.core.state import RunState, parse_ts
 from ratchet.core.stats.multiplicity import trial_level
+from ratchet.loop.evidence import check_recorded_plan, keep_attempt, versions
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import MAX_LAUNCH_TIMEOUT_S, launch_from_json, refused_results, run_launch
 from ratchet.loop.measure import Interrupted, Progress
@@ -247,9 +248,13 @@ class Campaign:
 
     def _submit(self, number: int, sub: Submit) -> None:
         report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
+        champion = self.k.state().champion
+        diff_blob = (keep_attempt(self.k, number, champion.commit or "", champion.tree or "", sub.tree)
+                     if sub.tree is not None and champion.tree else None)
         self.k.once("attempt.submitted", {
             "attempt": number, "tree": sub.tree, "summary": sub.summary, "report_blob": report_blob,
             "params": dict(sub.params) if sub.params is not None else None, "invalid": sub.invalid,
+            "diff_blob": diff_blob,
         }, "attempt")
         early = self._judge_without_jobs(number, sub)
         if early is not None:
@@ -374,10 +379,11 @@ def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: fl
                  progress: Progress | None = None) -> TrialOutcome:
     """Record `trial.planned` for `plan` (once: a resume finds it) and walk its looks through the
     gate at `level` with `margin`. Raises measure.Interrupted on Ctrl-C."""
+    check_recorded_plan(k, plan)
     blob = k.blobs.put_bytes(plan.canonical_bytes())
     k.once("trial.planned", {
         "attempt": plan.attempt, "trial": plan.trial, "stage": plan.stage, "plan_digest": plan.digest,
-        "plan_blob": blob, "level": level, "looks": list(plan.looks), "jobs": len(plan.jobs),
+        "plan_blob": blob, "level": level, "margin": margin, "looks": list(plan.looks), "jobs": len(plan.jobs),
     }, "attempt", "stage")
     return run_plan(plan, k.runner(target, progress), settings_for(plan, target, level, margin))
 
@@ -419,5 +425,6 @@ def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree:
         "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
         "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
-        "limits": dict(limits(c)), "holdout_reserve": reserve,
+        "limits": dict(limits(c)), "holdout_reserve": reserve, "versions": versions(),
+        "signing_key": kernel.signer.public_record() if kernel.signer is not None else None,
     })

@@ -31,6 +31,7 @@ from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
 from ratchet.ledger.rundir import COMPARE_MODE, RATCHET_DIR, RunDir, list_runs, new_run_id
+from ratchet.ledger.signing import SIGNED_KINDS, Signer, load_signer
 from ratchet.loop.measure import Progress, Runner
 from ratchet.targets.base import Target
 from ratchet.workspace.git import Git
@@ -66,6 +67,7 @@ class Kernel:
     clock: Clock = utc_now
     interrupted: bool = False
     crash_at: tuple[str, str, int] | None = None
+    signer: Signer | None = None
     _old_handler: Any = field(default=None, repr=False)
 
     @property
@@ -74,9 +76,12 @@ class Kernel:
         return self.loaded.contract
 
     def record(self, kind: str, data: Mapping[str, Any]) -> Event:
-        """Append one event (fsynced) and apply it to the index."""
+        """Append one event (fsynced) and apply it to the index; an event of SIGNED_KINDS is signed
+        first (ledger/signing.py)."""
         if self.crash_at is not None:
             self._crash_if("before", kind)
+        if self.signer is not None and kind in SIGNED_KINDS:  # signed over its data and the chain head
+            data = self.signer.sign(kind, self.log.last_seq + 1, self.log.last_digest, data)
         event = self.log.append(kind, dict(data), self.clock())  # type: ignore[arg-type]
         self.index.apply(event)
         if self.crash_at is not None:
@@ -146,7 +151,7 @@ def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, 
     executor = make_executor(contract, run.jobs, pid_dir=run.pids)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
                   SandboxSpec(mode=mode, network=contract.sandbox.network), cache, clock,
-                  crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
+                  crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))
 
 
 def _crash_at(spec: str | None) -> tuple[str, str, int] | None:
