@@ -81,12 +81,17 @@ def _reuse(target: Target, jobs: Sequence[PlannedJob], recorded: Recorded, seq: 
 def rederive(plan: Plan, target: Target, settings: GateSettings, recorded: Recorded, seq: int
              ) -> dict[str, Any] | str:
     """The decision on `plan` re-derived from the results recorded before event `seq` (its verdict):
-    Decision.to_json() plus the two sides' means (Target.summary). Returns the id of a job without a
-    usable record instead, when one is missing."""
+    Decision.to_json() plus the two sides' means (Target.summary). When the walk needs a look that
+    was never measured, the `continue` decision that asked for it (the recorded verdict came too
+    early); when a job the recorded looks needed has no usable record, that job's id."""
     results: dict[str, UnitResult] = {}
     retried: dict[int, UnitResult] = {}
+    decision: Decision | None = None
     for look, upto in enumerate(plan.looks):
         missing = _reuse(target, plan.jobs_for_look(look), recorded, seq, results)
+        if missing is not None and decision is not None and not any(
+                recorded.before(t.job_id, seq) for t in target.tasks(plan.jobs_for_look(look))):
+            return _with_means(decision, target, unit_scores(plan, results, retried, plan.looks[look - 1]))
         if missing is not None:
             return missing
         decision = decide(unit_scores(plan, results, retried, upto), settings)
