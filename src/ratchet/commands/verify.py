@@ -80,7 +80,7 @@ def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore,
     findings += audit.check_without_jobs(view)
     findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
     findings += audit.check_budgets(view)
-    units = {p.seq: plan.units for p, plan in plans}
+    units = {p.seq: _recorded_units(blobs, p, plan) for p, plan in plans}
     findings += audit.check_holdout(view, units)
     if target.kind == "examples":
         split = target.split  # type: ignore[attr-defined]
@@ -146,6 +146,15 @@ def _plans(view: RunView, target: Target, blobs: BlobStore) -> tuple[list[Findin
         findings += audit.compare_plan(p, recorded, plan.canonical_bytes(), plan.digest)
         plans.append((p, plan))
     return findings, plans
+
+
+def _recorded_units(blobs: BlobStore, p: Planned, compiled: Plan) -> tuple[Any, ...]:
+    """The units the recorded plan measured (what the holdout and split checks judge), or the
+    re-compiled plan's when the record cannot be read as a plan (already a finding)."""
+    try:
+        return Plan.from_json(blobs.get_json(p.plan_blob)).units
+    except (LedgerError, PlanError, AttributeError):
+        return compiled.units
 
 
 def _blob_or_none(blobs: BlobStore, blob: Any) -> bytes | None:
