@@ -69,13 +69,13 @@ def test_appending_continues_the_chain_after_reopen(written_log):
     assert read_events(written_log.events)[-1] == added
 
 
-def test_event_file_is_created_with_mode_0644(run_dir):
+def test_event_file_is_created_private_with_mode_0600(run_dir):
     old = os.umask(0)
     try:
         EventLog.open(run_dir.events).append("run.resumed", {"pid": 1}, NOW)
     finally:
         os.umask(old)
-    assert run_dir.events.stat().st_mode & 0o777 == 0o644
+    assert run_dir.events.stat().st_mode & 0o777 == 0o600
 
 
 def test_tampering_one_byte_of_an_earlier_event_breaks_the_chain_at_its_line(written_log):
