@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ratchet.core.audit import evidence_lines
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.files import write_exclusive
@@ -97,6 +96,7 @@ def _indexed_state(
 def write_report(run: RunDir, state: RunState | None = None) -> Path:
     """(Re-)render `report.md` and its plots for `run` from its ledger, ending with the ledger head and
     the last signature (core.audit.evidence_lines); returns the report's path."""
+    from ratchet.core.audit import evidence_lines
     from ratchet.core.contract_load import parse_contract  # pydantic: only for reports, not for status
     from ratchet.present.report.markdown import render_report
     from ratchet.present.report.plots import champion_plot, effects_plot
