@@ -13,6 +13,7 @@ differed); 2 the run cannot be read (no such run, no ledger, no contract, no run
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -73,14 +74,13 @@ def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore,
     findings = audit.check_blobs(view, lambda d: _blob_problem(blobs, d))
     findings += _blob_files(blobs)
     target = _target(contract, view, run, blobs)
-    plan_findings, plans = _plans(view, target, blobs)
+    plan_findings, plans, units = _plans(view, target, blobs)
     findings += plan_findings
     findings += _settings(view, contract, plans)
     findings += _verdicts(view, target, plans)
     findings += audit.check_without_jobs(view)
     findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
     findings += audit.check_budgets(view)
-    units = {p.seq: _recorded_units(blobs, p, plan) for p, plan in plans}
     findings += audit.check_holdout(view, units)
     if target.kind == "examples":
         split = target.split  # type: ignore[attr-defined]
@@ -126,10 +126,14 @@ def _target(contract: Contract, view: RunView, run: RunDir, blobs: BlobStore) ->
     return rebuild_target(contract, view, run.root, blobs.get_json)
 
 
-def _plans(view: RunView, target: Target, blobs: BlobStore) -> tuple[list[Finding], list[tuple[Planned, Plan]]]:
-    """Re-compile every plan from the inputs the ledger gives and compare it with its record."""
+def _plans(view: RunView, target: Target, blobs: BlobStore
+           ) -> tuple[list[Finding], list[tuple[Planned, Plan]], dict[int, tuple[Any, ...]]]:
+    """Re-compile every plan from the inputs the ledger gives and compare it with its record.
+    Returns the findings, the re-compiled plans, and the units each recorded plan measured (what
+    the holdout and split checks judge) by its trial.planned seq."""
     findings: list[Finding] = []
     plans: list[tuple[Planned, Plan]] = []
+    units: dict[int, tuple[Any, ...]] = {}
     for p, inputs in audit.plan_inputs(view):
         if isinstance(inputs, Finding):
             findings.append(inputs)
@@ -142,18 +146,19 @@ def _plans(view: RunView, target: Target, blobs: BlobStore) -> tuple[list[Findin
             findings.append(Finding("verify.plan", p.seq, f"{p.stage} plan of attempt {p.attempt} cannot be "
                                     f"re-compiled: {exc}"))
             continue
-        recorded = _blob_or_none(blobs, p.plan_blob)
-        findings += audit.compare_plan(p, recorded, plan.canonical_bytes(), plan.digest)
+        recorded, compiled = _blob_or_none(blobs, p.plan_blob), plan.canonical_bytes()
+        findings += audit.compare_plan(p, recorded, compiled, plan.digest)
         plans.append((p, plan))
-    return findings, plans
+        units[p.seq] = plan.units if recorded == compiled else _units_of(recorded, plan)
+    return findings, plans, units
 
 
-def _recorded_units(blobs: BlobStore, p: Planned, compiled: Plan) -> tuple[Any, ...]:
-    """The units the recorded plan measured (what the holdout and split checks judge), or the
-    re-compiled plan's when the record cannot be read as a plan (already a finding)."""
+def _units_of(recorded: bytes | None, compiled: Plan) -> tuple[Any, ...]:
+    """The units of a recorded plan that differs from its re-compilation (the re-compiled plan's
+    when the record cannot be read as a plan: already a finding)."""
     try:
-        return Plan.from_json(blobs.get_json(p.plan_blob)).units
-    except (LedgerError, PlanError, AttributeError):
+        return Plan.from_json(json.loads(recorded or b"")).units
+    except (ValueError, PlanError, AttributeError):
         return compiled.units
 
 
