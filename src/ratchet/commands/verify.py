@@ -13,6 +13,7 @@ differed); 2 the run cannot be read (no such run, no ledger, no contract, no run
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -173,7 +174,12 @@ def _expected_level(view: RunView, contract: Contract, p: Planned, plan: Plan) -
     gate = contract.gate
     if p.stage == "holdout" or view.mode == "compare":
         return gate.alpha
-    return trial_level(gate.alpha, gate.multiplicity, plan.trial, contract.budget.max_attempts)
+    return _trial_level(gate.alpha, gate.multiplicity, plan.trial, contract.budget.max_attempts)
+
+
+_trial_level = functools.lru_cache(maxsize=4096)(trial_level)
+"""trial_level sums the weights of every attempt of the budget: remembered per trial (a
+confirmation asks again for its trial's level)."""
 
 
 def _settings(view: RunView, contract: Contract, plans: list[tuple[Planned, Plan]]) -> list[Finding]:

@@ -95,6 +95,8 @@ class RunView:
     attempts_started: list[tuple[int, Any]] = field(default_factory=list)
     blob_refs: list[tuple[int, str, str]] = field(default_factory=list)
     champion_at: list[tuple[int, Any]] = field(default_factory=list)
+    _first_judged: dict[tuple[str, str], Judged] = field(default_factory=dict)
+    _first_planned: dict[tuple[str, str], Planned] = field(default_factory=dict)
 
     @property
     def mode(self) -> Any:
@@ -138,11 +140,23 @@ class RunView:
 
     def judged_for(self, attempt: Any, stage: Any) -> Judged | None:
         """The first `trial.judged` of (attempt, stage), or None."""
-        return next((j for j in self.judged if (j.attempt, j.stage) == (attempt, stage)), None)
+        return self._first_judged.get(_key(attempt, stage))
 
     def planned_for(self, attempt: Any, stage: Any) -> Planned | None:
         """The first `trial.planned` of (attempt, stage), or None."""
-        return next((p for p in self.planned if (p.attempt, p.stage) == (attempt, stage)), None)
+        return self._first_planned.get(_key(attempt, stage))
+
+    def index(self) -> None:
+        """Index the first judged and planned event of each (attempt, stage) (read_view calls it)."""
+        for j in reversed(self.judged):
+            self._first_judged[_key(j.attempt, j.stage)] = j
+        for p in reversed(self.planned):
+            self._first_planned[_key(p.attempt, p.stage)] = p
+
+
+def _key(attempt: Any, stage: Any) -> tuple[str, str]:
+    """A hashable key for (attempt, stage) whatever their recorded types."""
+    return repr(attempt), repr(stage)
 
 
 def _blob_refs(seq: int, value: Any, path: str) -> Iterator[tuple[int, str, str]]:
@@ -185,6 +199,7 @@ def read_view(events: Sequence[Event]) -> RunView:
             view.champion_at.append((e.seq, d.get("tree")))
         elif e.kind == "attempt.started":
             view.attempts_started.append((e.seq, d.get("attempt")))
+    view.index()
     return view
 
 

@@ -70,21 +70,31 @@ def _python_writes_rfc8785(value: Any) -> bool:
     with ASCII string keys, lists, tuples, None, bools, ASCII strings (both escape the same
     characters and sort ASCII keys alike), integers within MAX_SAFE_INT, and floats with a fraction
     whose shortest repr has no exponent (Python and ECMAScript then print the same digits). Anything
-    else (a datetime, a non-ASCII string, 2.0, 1e-05, a value to refuse) answers False."""
-    if value is None or value is True or value is False:
-        return True
-    kind = type(value)
-    if kind is str:
-        return value.isascii()
-    if kind is int:
-        return -MAX_SAFE_INT <= value <= MAX_SAFE_INT
-    if kind is float:
-        return not value.is_integer() and 1e-4 <= abs(value) < 1e16
-    if kind is dict:
-        return all(type(k) is str and k.isascii() and _python_writes_rfc8785(v) for k, v in value.items())
-    if kind is list or kind is tuple:
-        return all(_python_writes_rfc8785(v) for v in value)
-    return False
+    else (a datetime, a non-ASCII string, 2.0, 1e-05, a value to refuse) answers False. A loop over
+    a stack, not recursion: this runs on every plan unit draw and ledger event."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return False
+        elif kind is int:
+            if not -MAX_SAFE_INT <= item <= MAX_SAFE_INT:
+                return False
+        elif kind is dict:
+            for key in item:
+                if type(key) is not str or not key.isascii():
+                    return False
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is float:
+            if item.is_integer() or not 1e-4 <= abs(item) < 1e16:
+                return False
+        elif not (item is None or item is True or item is False):
+            return False
+    return True
 
 
 def canonical_bytes(value: Any) -> bytes:
