@@ -380,6 +380,7 @@ def main() -> None:
         }
         watch = _child("watch", str(disk / "big"))
         size_mb = (mem / "events.jsonl").stat().st_size / 2**20
+        pass_ms = python_pass_ms(repeats * 2)
     same = {k: v for k, v in status["indexed"][2].items() if k != "ledger"} == {
         k: v for k, v in status["full"][2].items() if k != "ledger"
     }
@@ -388,11 +389,21 @@ def main() -> None:
     save(
         "ledger_costs" + ("-quick" if args.quick else ""),
         "Ledger: append, replay, status",
-        render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, watch),
+        render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, pass_ms, watch),
     )
 
 
-def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, watch) -> str:
+def python_pass_ms(repeats: int) -> float:
+    """Median wall ms of `python -c pass` (the same interpreter): the unit status is compared with."""
+    walls = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([str(PYTHON), "-c", "pass"], check=True)
+        walls.append((time.perf_counter() - start) * 1000)
+    return statistics.median(walls)
+
+
+def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, pass_ms, watch) -> str:
     """The markdown body of the ledger results."""
     kinds = in_mem["kinds"]
     jobs_share = (kinds.get("job.started", 0) + kinds.get("job.finished", 0)) / n
@@ -449,6 +460,7 @@ def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, 
             big["ledger"]["verified"],
             big["ledger"]["state_from"],
             f"**{big_ms:.0f}**",
+            f"{big_ms / pass_ms:.1f}x",
             f"{big_rss:.0f}",
             f"{'met' if big_ms < TARGET_STATUS_MS else 'missed'} (< {TARGET_STATUS_MS:.0f} ms)",
         ),
@@ -457,6 +469,7 @@ def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, 
             full["ledger"]["verified"],
             full["ledger"]["state_from"],
             f"{full_ms:.0f}",
+            f"{full_ms / pass_ms:.1f}x",
             f"{full_rss:.0f}",
             "-",
         ),
@@ -465,6 +478,7 @@ def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, 
             small["ledger"]["verified"],
             small["ledger"]["state_from"],
             f"{small_ms:.0f}",
+            f"{small_ms / pass_ms:.1f}x",
             f"{small_rss:.0f}",
             "-",
         ),
@@ -478,9 +492,12 @@ def render(n, sample, repeats, size_mb, on_disk, in_mem, replay, index, status, 
         + table(["operation", "events", "seconds", "events/s", "peak RSS MiB", "target"], rows)
         + "\n## `ratchet status RUN --dir PROJECT --json` (a subprocess: interpreter start included)\n\n"
         + f"Median of {repeats} runs (the no-index row: of {max(1, repeats // 2)}). Both {n:,}-event rows "
-        "gave the same result (checked).\n\n"
+        f"gave the same result (checked). `python -c pass` took {pass_ms:.0f} ms (median of {repeats * 2}) on "
+        "this machine in this run: the ratio column divides by it, so a slower or busier machine shows "
+        "in both.\n\n"
         + table(
-            ["events in the run", "verified", "state from", "wall ms", "peak RSS MiB", "target"], status_rows
+            ["events in the run", "verified", "state from", "wall ms", "x `python -c pass`", "peak RSS MiB",
+             "target"], status_rows
         )
         + "\n## One `ratchet watch` frame (in process: read_frame + render_frame, 80 columns)\n\n"
         + table(

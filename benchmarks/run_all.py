@@ -27,6 +27,7 @@ SCRIPTS = {
     "executor_overhead": "LocalExecutor against xargs -P 2, with and without bwrap (§4a)",
     "ledger_costs": "ledger append, replay and `ratchet status` on 100,000 events (§4b-d)",
     "digits_example": "the bundled digits campaign, run once (§5)",
+    "verify_costs": "`ratchet verify` on a 100,000-event run (docs/verify.md)",
 }
 
 

@@ -80,8 +80,13 @@ def test_human_error_has_no_traceback(tmp_path: Path):
 
 
 def test_unbuilt_commands_say_so(tmp_path: Path):
-    code, out, _ = ratchet("verify")
-    assert code == 2 and out["error"]["code"] == "unsupported.verify"
+    code, out, _ = ratchet("watch")
+    assert code == 2 and out["error"]["code"] == "unsupported.watch"
+
+
+def test_verify_without_runs_cannot_read_a_run(tmp_path: Path):
+    code, out, _ = ratchet("verify", "--dir", str(tmp_path))
+    assert code == 2 and out["error"]["code"] == "run.not_found"
 
 
 def test_status_without_runs(tmp_path: Path):

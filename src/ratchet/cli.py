@@ -94,10 +94,12 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
         }
         _fail(command, as_json, debug, error, EXIT_INTERNAL)
     code = result.pop("_exit_code", 0)
+    failure = result.pop("_error", None)  # a command whose result says why it failed (verify: exit 3)
     if as_json:
-        failure: dict[str, Any] | None = None if code == 0 else {
+        envelope_error: dict[str, Any] | None = None if code == 0 else failure or {
             "code": "interrupted", "message": f"`ratchet {command}` was interrupted", "hint": result.get("resume")}
-        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": failure}, default=str))
+        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": envelope_error},
+                         default=str))
     else:
         render(result)
     if code:
@@ -259,11 +261,22 @@ def report(
     directory: DirOpt = Path("."),
     as_html: Annotated[bool, typer.Option(
         "--html", metavar="", help="Write one self-contained report.html instead.")] = False,
+    attempt: Annotated[int | None, typer.Option("--attempt", metavar="N",
+                                                help="Show attempt N: its report, diff, verdict and figures.")] = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Re-render a run's report.md (and its plots), or with --html its report.html, from its ledger."""
+    """Re-render a run's report.md (and its plots), or with --html its report.html, from its ledger; or
+    show one attempt."""
     from ratchet.commands.runs import find_run, write_html_report, write_report
+
+    if attempt is not None:
+        from ratchet.commands.attempt import attempt_report
+        from ratchet.present.evidence import render_attempt
+
+        execute("report", as_json, debug, lambda: attempt_report(directory, run_id, attempt),
+                lambda r: render_attempt(out, r))
+        return
 
     def work() -> dict[str, Any]:
         run = find_run(directory, run_id)
@@ -306,21 +319,20 @@ def abandon(
                                 "its ledger, jobs and report are kept"))
 
 
-def _not_built(name: str) -> Callable[..., None]:
-    def command(as_json: JsonOpt = False, debug: DebugOpt = False) -> None:
-        from ratchet.core.errors import UnsupportedError
+@app.command(cls=_Command)
+def verify(
+    run_id: RunArg = None,
+    directory: DirOpt = Path("."),
+    key: Annotated[Path | None, typer.Option("--key", metavar="PUBKEY",
+                                             help="Public key file to check the signatures against.")] = None,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Check a run offline from its run directory: chain, blobs, plans, verdicts, budgets, signatures."""
+    from ratchet.commands.verify import verify_run
+    from ratchet.present.evidence import render_verify
 
-        def work() -> dict[str, Any]:
-            raise UnsupportedError(f"unsupported.{name}", f"`ratchet {name}` is not built yet in this version",
-                                   hint="see docs/guide.md for the commands built so far")
-
-        execute(name, as_json, debug, work, lambda r: None)
-
-    command.__doc__ = f"(not built yet) `ratchet {name}`."
-    return command
-
-
-app.command(name="verify", cls=_Command)(_not_built("verify"))
+    execute("verify", as_json, debug, lambda: verify_run(directory, run_id, key), lambda r: render_verify(out, err, r))
 
 
 @app.command(cls=_Command)

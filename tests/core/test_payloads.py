@@ -12,7 +12,7 @@ import pytest
 from ratchet.core.errors import LedgerError
 from ratchet.core.events import EVENT_KINDS, EventKind
 from ratchet.core.payloads import PAYLOADS, check_payload
-from ratchet.core.state import _Folder
+from ratchet.core.state import Folder as _Folder
 from ratchet.ledger.index import Index
 
 

@@ -69,13 +69,13 @@ def test_appending_continues_the_chain_after_reopen(written_log):
     assert read_events(written_log.events)[-1] == added
 
 
-def test_event_file_is_created_with_mode_0644(run_dir):
+def test_event_file_is_created_private_with_mode_0600(run_dir):
     old = os.umask(0)
     try:
         EventLog.open(run_dir.events).append("run.resumed", {"pid": 1}, NOW)
     finally:
         os.umask(old)
-    assert run_dir.events.stat().st_mode & 0o777 == 0o644
+    assert run_dir.events.stat().st_mode & 0o777 == 0o600
 
 
 def test_tampering_one_byte_of_an_earlier_event_breaks_the_chain_at_its_line(written_log):
@@ -124,6 +124,11 @@ def test_unknown_kind_is_malformed_even_with_a_valid_chain(written_log):
     assert "run.exploded" in caught.value.message
 
 
+def _python_json(obj) -> bytes:
+    """Compact sorted JSON as Python writes it (not RFC 8785 for big integers and some floats)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
 @pytest.mark.parametrize(
     "mutate",
     [
@@ -135,6 +140,10 @@ def test_unknown_kind_is_malformed_even_with_a_valid_chain(written_log):
         lambda obj: canonical_bytes({**obj, "seq": "3"}),
         lambda obj: canonical_bytes({**obj, "prev": "sha256:xyz"}),
         lambda obj: b"[1, 2]",
+        lambda obj: _python_json({**obj, "data": {"n": 2**60}}),
+        lambda obj: _python_json({**obj, "data": {"n": [-(2**60)]}}),
+        lambda obj: _python_json({**obj, "data": {"x": 2.0}}),
+        lambda obj: _python_json({**obj, "data": {"x": 1e-05}}),
     ],
     ids=[
         "not_canonical",
@@ -145,6 +154,10 @@ def test_unknown_kind_is_malformed_even_with_a_valid_chain(written_log):
         "seq_string",
         "bad_prev",
         "array",
+        "integer_beyond_2_53",
+        "negative_integer_beyond_2_53_in_a_list",
+        "integral_float",
+        "exponent_float",
     ],
 )
 def test_malformed_lines_are_refused_with_their_line_number(written_log, mutate):

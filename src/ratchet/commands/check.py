@@ -206,7 +206,9 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
         "network": contract.sandbox.network,
     }
     if resolved == "none":  # (mode bwrap without a working bwrap was refused by check_project)
-        summary["warning"] = "jobs will run without a sandbox (no isolation from your files and network)"
+        summary["warning"] = ("jobs will run without a sandbox (no isolation from your files and network): "
+                              "they can read the project's signing key (.ratchet/keys/ed25519.pem) and sign results "
+                              "as this project (docs/verify.md)")
     return summary
 
 

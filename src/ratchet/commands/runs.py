@@ -17,6 +17,7 @@ from typing import Any
 from ratchet.core.errors import RatchetError
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
+from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
 from ratchet.ledger.rundir import ONE_SHOT_MODES, RunDir, list_runs, open_run, run_mode
@@ -144,7 +145,8 @@ def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]
 
 
 def write_report(run: RunDir, state: RunState | None = None) -> Path:
-    """(Re-)render `report.md` and its plots for `run` from its ledger; returns the report's path."""
+    """(Re-)render `report.md` and its plots for `run` from its ledger, ending with the ledger head and
+    the last signature (core.audit.evidence_lines); returns the report's path."""
     from ratchet.present.report.markdown import render_report
     from ratchet.present.report.plots import champion_plot, effects_plot
 
@@ -166,7 +168,10 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
         warnings=next((list(e.data.get("warnings") or []) for e in r["events"] if e.kind == "run.started"), []),
         val_trials=r["state"].trials_run,
     )
-    run.report.write_text(text, encoding="utf-8")
+    from ratchet.core.audit import evidence_lines
+
+    text += "\n" + "\n".join(evidence_lines(r["events"], run.run_id))
+    write_exclusive(run.report, text.encode("utf-8"))
     return run.report
 
 

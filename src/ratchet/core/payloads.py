@@ -53,7 +53,7 @@ class RunStarted(Payload):
     versions: dict[str, str] | None = None
     gate: dict[str, Json] | None = None
     warnings: list[str] | None = None
-    public_key: str | None = None
+    signing_key: dict[str, Json] | None = None
 
 
 class RunResumed(Payload):

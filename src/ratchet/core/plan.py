@@ -228,8 +228,11 @@ def _unit_draws(
     draws: list[tuple[int, int]] = []
     seen: set[int] = set()
     counter = 0
+    # The key is canonical_bytes([..., counter]): its prefix is encoded once, a non-negative
+    # integer's canonical form is its decimal digits.
+    head = canonical_bytes(["ratchet.unit", campaign_seed, run_salt, stage, trial_index])[:-1] + b","
     while len(draws) < n:
-        key = canonical_bytes(["ratchet.unit", campaign_seed, run_salt, stage, trial_index, counter])
+        key = head + b"%d]" % counter
         word = int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
         counter += 1
         if word & SEED_MASK not in seen:

@@ -170,10 +170,11 @@ def _judgment(data: Mapping[str, Any]) -> Judgment:
     )
 
 
-class _Folder:
-    """Mutable accumulator used only inside fold(): RunState's fields as plain attributes, one
-    handler per event kind. The frozen RunState is built once, by result(): replacing a 30-field
-    frozen dataclass on every event was most of replay's time."""
+class Folder:
+    """Mutable accumulator of fold() (and of readers folding as they go, such as `ratchet verify`):
+    RunState's fields as plain attributes, one handler per event kind; `step(event)` applies one,
+    `result()` freezes. The frozen RunState is built only by result(): replacing a 30-field frozen
+    dataclass on every event was most of replay's time."""
 
     def __init__(self) -> None:
         self.run_id: str | None = None
@@ -418,7 +419,7 @@ def fold(events: Iterable[Event]) -> RunState:
 
     An empty sequence gives the initial RunState (run_id None, state "running").
     """
-    folder = _Folder()
+    folder = Folder()
     for event in events:
         folder.step(event)
     return folder.result()

@@ -14,8 +14,14 @@ import secrets
 import stat
 from pathlib import Path
 
-FILE_MODE = 0o644
-"""Permissions of every file the ledger writes."""
+FILE_MODE = 0o600
+"""Permissions of every file the ledger writes: a run's evidence is its owner's alone."""
+
+SHARED_FILE_MODE = 0o644
+"""Permissions of a file written outside a run directory that others may read (.git/info/exclude)."""
+
+PRIVATE_DIR_MODE = 0o700
+"""Permissions of a run directory and its subdirectories."""
 
 DIR_MODE = 0o755
 """Permissions of every directory the ledger creates."""

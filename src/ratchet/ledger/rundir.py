@@ -27,7 +27,7 @@ from typing import get_args
 
 from ratchet.core.errors import DataError, LedgerError
 from ratchet.core.vocab import RunMode
-from ratchet.ledger.files import make_dirs, read_nofollow, write_exclusive
+from ratchet.ledger.files import PRIVATE_DIR_MODE, SHARED_FILE_MODE, make_dirs, read_nofollow, write_exclusive
 
 RATCHET_DIR = ".ratchet"
 """Ratchet's directory in the project root; excluded from git via .git/info/exclude."""
@@ -107,18 +107,20 @@ class RunDir:
         return self.root.is_dir()
 
     def create(self) -> RunDir:
-        """Create `.ratchet/` (see ensure_ratchet_dir) and this run's directories.
+        """Create `.ratchet/` (see ensure_ratchet_dir) and this run's directories, mode 0700 (the
+        files the ledger writes in them are 0600).
 
         Raises LedgerError `ledger.run_exists` when the run directory already exists.
         """
         ensure_ratchet_dir(self.project_root)
         make_dirs(self.root.parent)
         try:
-            self.root.mkdir(mode=0o755)
+            self.root.mkdir(mode=PRIVATE_DIR_MODE)
         except FileExistsError:
             raise LedgerError("ledger.run_exists", f"run directory {self.root} already exists") from None
+        os.chmod(self.root, PRIVATE_DIR_MODE)  # whatever the umask: the run is its owner's alone
         for sub in (self.blobs, self.jobs, self.pids, self.plots):
-            sub.mkdir(mode=0o755)
+            sub.mkdir(mode=PRIVATE_DIR_MODE)
         return self
 
 
@@ -199,7 +201,7 @@ def ensure_ratchet_dir(project_root: str | os.PathLike[str]) -> Path:
         return ratchet
     if text and not text.endswith("\n"):
         text += "\n"
-    write_exclusive(exclude, (text + EXCLUDE_LINE + "\n").encode("utf-8", errors="surrogateescape"))
+    write_exclusive(exclude, (text + EXCLUDE_LINE + "\n").encode("utf-8", errors="surrogateescape"), SHARED_FILE_MODE)
     return ratchet
 
 

@@ -10,6 +10,7 @@ no file.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -45,6 +46,13 @@ _MAX_SAFE_DIGITS = 15
 """Integer tokens longer than this may lie beyond 2**53 - 1, which RFC 8785 refuses."""
 
 
+_DIGIT_CLASSES = bytes(48 if 48 <= c <= 57 else 46 if c == 46 else 32 for c in range(256))
+"""bytes.translate table: digits to `0`, `.` kept, everything else to a space."""
+
+_LONG_RUN = b" " + b"0" * (_MAX_SAFE_DIGITS + 1)
+"""A digit run longer than _MAX_SAFE_DIGITS after a non-digit that is not `.`, once translated."""
+
+
 class _LineReader:
     """Parses ledger lines exactly as json.loads does, and notes number tokens on which Python's
     JSON and RFC 8785 may disagree: an exponent (Python writes 1e-05, RFC 8785 0.00001), an integral
@@ -53,17 +61,19 @@ class _LineReader:
 
     def __init__(self) -> None:
         self.risky = False
-        self._decoder = json.JSONDecoder(parse_float=self._float, parse_int=self._int)
+        self._decoder = json.JSONDecoder(parse_float=self._float)  # ints: the C fast path, no hook
 
     def _float(self, text: str) -> float:
         if "e" in text or "E" in text or text.endswith(".0"):
             self.risky = True
         return float(text)
 
-    def _int(self, text: str) -> int:
-        if len(text) > _MAX_SAFE_DIGITS:
-            self.risky = True
-        return int(text)
+    @staticmethod
+    def long_integer(line: bytes) -> bool:
+        """True when `line` may hold an integer token of more than _MAX_SAFE_DIGITS digits: a digit
+        run that long not after a `.` (a float's fraction). Digits inside strings (a hex digest) may
+        answer True too; the exact check then decides."""
+        return _LONG_RUN in line.translate(_DIGIT_CLASSES)
 
     def loads(self, line: bytes) -> Any:
         """json.loads(line), step for step (encoding detection, surrogatepass). Raises ValueError."""
@@ -80,7 +90,7 @@ class _LineReader:
         confirm, is decided by the exact check canonical_bytes(obj) == line (which raises
         CanonicalError/ValueError for values without a canonical form).
         """
-        if not self.risky and line.isascii():
+        if not self.risky and line.isascii() and not self.long_integer(line):
             try:
                 if _FAST_ENCODER.encode(obj).encode("utf-8") == line:
                     return True
@@ -89,7 +99,10 @@ class _LineReader:
         return canonical_bytes(obj) == line
 
 
-def _check_fields(obj: Any, line_no: int) -> None:
+_FROM_ISO = dt.datetime.fromisoformat
+
+
+def _check_fields(obj: Any, line_no: int, prev: str) -> None:
     if not isinstance(obj, dict):
         raise _malformed(line_no, "not a JSON object")
     if obj.keys() != LINE_FIELDS:
@@ -98,12 +111,16 @@ def _check_fields(obj: Any, line_no: int) -> None:
         raise _malformed(line_no, f"seq {obj['seq']!r} is not a non-negative integer")
     if obj["kind"] not in EVENT_KINDS:
         raise _malformed(line_no, f"unknown event kind {obj['kind']!r}")
-    if not isinstance(obj["prev"], str) or _DIGEST_RE.fullmatch(obj["prev"]) is None:
-        raise _malformed(line_no, f"prev {obj['prev']!r} is not a sha256 digest")
+    if obj["prev"] != prev and (not isinstance(obj["prev"], str) or _DIGEST_RE.fullmatch(obj["prev"]) is None):
+        raise _malformed(line_no, f"prev {obj['prev']!r} is not a sha256 digest")  # (the expected prev is one)
     if not isinstance(obj["data"], dict):
         raise _malformed(line_no, "data is not a JSON object")
+    ts = obj["ts"]
     try:
-        format_ts(obj["ts"])
+        if isinstance(ts, str) and ts.endswith("Z"):
+            _FROM_ISO(ts)  # a trailing Z is UTC: only the text needs checking (the writer's form)
+        else:
+            format_ts(ts)
     except (TypeError, ValueError):
         raise _malformed(line_no, f"ts {obj['ts']!r} is not an ISO-8601 UTC timestamp") from None
 
@@ -116,7 +133,7 @@ def verify_line(line: bytes, line_no: int, seq: int, prev: str, reader: _LineRea
     if reader is None:
         reader = _LineReader()
         obj = reader.loads(line)
-    _check_fields(obj, line_no)
+    _check_fields(obj, line_no, prev)
     try:
         canonical = reader.is_canonical(obj, line)
     except (CanonicalError, ValueError) as err:  # rfc8785 refuses integers beyond 2**53

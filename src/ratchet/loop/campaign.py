@@ -34,6 +34,7 @@ from ratchet.core.reach import reach_warnings
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
 from ratchet.ledger.rundir import champion_branch
+from ratchet.loop.evidence import check_recorded_plan, keep_attempt, versions
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import MAX_LAUNCH_TIMEOUT_S, launch_from_json, refused_results, run_launch
 from ratchet.loop.measure import Interrupted, Progress
@@ -252,9 +253,13 @@ class Campaign:
 
     def _submit(self, number: int, sub: Submit) -> None:
         report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
+        champion = self.k.state().champion
+        diff_blob = (keep_attempt(self.k, number, champion.commit or "", champion.tree or "", sub.tree)
+                     if sub.tree is not None and champion.tree else None)
         self.k.once("attempt.submitted", {
             "attempt": number, "tree": sub.tree, "summary": sub.summary, "report_blob": report_blob,
             "params": dict(sub.params) if sub.params is not None else None, "invalid": sub.invalid,
+            "diff_blob": diff_blob,
         }, "attempt")
         early = self._judge_without_jobs(number, sub)
         if early is not None:
@@ -396,6 +401,7 @@ def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: fl
     """Record `trial.planned` for `plan` with its `level` and `margin` (once: a resume finds it, and
     judges with the margin recorded then) and walk its looks through the gate. Raises
     measure.Interrupted on Ctrl-C."""
+    check_recorded_plan(k, plan)
     blob = k.blobs.put_bytes(plan.canonical_bytes())
     planned = k.once("trial.planned", {
         "attempt": plan.attempt, "trial": plan.trial, "stage": plan.stage, "plan_digest": plan.digest,
@@ -449,6 +455,8 @@ def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree:
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
         "limits": dict(limits(c)), "holdout_reserve": reserve, "warnings": warnings,
         "gate": gate_design(c.gate.test, c.target.metric_range),
+        "versions": versions(),
+        "signing_key": kernel.signer.public_record() if kernel.signer is not None else None,
     })
 
 

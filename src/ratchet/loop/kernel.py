@@ -35,6 +35,7 @@ from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
 from ratchet.ledger.rundir import ONE_SHOT_MODES, RATCHET_DIR, RunDir, list_runs, new_run_id
+from ratchet.ledger.signing import SIGNED_KINDS, Signer, load_signer
 from ratchet.loop.measure import Progress, Runner
 from ratchet.targets.base import Jobs
 from ratchet.workspace.git import Git
@@ -79,6 +80,7 @@ class Kernel:
     clock: Clock = utc_now
     interrupted: bool = False
     crash_at: tuple[str, str, int] | None = None
+    signer: Signer | None = None
     _old_handlers: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -87,8 +89,11 @@ class Kernel:
         return self.loaded.contract
 
     def record(self, kind: str, data: Mapping[str, Any]) -> Event:
-        """Append one event (fsynced) and apply it to the index. Raises LedgerError
-        `ledger.bad_payload` (nothing written) when `data` is not `kind`'s payload (core.payloads)."""
+        """Append one event (fsynced) and apply it to the index; an event of SIGNED_KINDS is signed
+        first (ledger/signing.py). Raises LedgerError `ledger.bad_payload` (nothing written) when
+        `data` is not `kind`'s payload (core.payloads)."""
+        if self.signer is not None and kind in SIGNED_KINDS:  # signed over its data and the chain head
+            data = self.signer.sign(kind, self.log.last_seq + 1, self.log.last_digest, data)
         check_payload(kind, data)
         if self.crash_at is not None:
             self._crash_if("before", kind)
@@ -171,7 +176,7 @@ def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, 
     index.sync(log.events)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
                   sandbox_spec(contract.sandbox, mode), cache, clock,
-                  crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)))
+                  crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))
 
 
 def _crash_at(spec: str | None) -> tuple[str, str, int] | None:

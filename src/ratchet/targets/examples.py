@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -464,3 +464,17 @@ def check_same_dataset(recorded: dict[str, list[str]], data: ExampleData) -> Non
     if any(changes.values()):
         raise DataError("examples.changed", f"the examples changed since the run started: {describe_change(changes)}",
                         hint="restore the examples file, or start a new run")
+
+
+def split_from_fingerprint(recorded: Mapping[str, Any], seed: int) -> Split:
+    """The split a run recorded as its fingerprint ({"dev", "val", "test"}: example ids), each part in
+    the order `split_examples` gives it, as id-only Examples (no input, no expected output): enough to
+    re-compile a run's plans offline (`ratchet verify`). Raises DataError `examples.bad_fingerprint`."""
+    parts = {}
+    for name in SPLITS:
+        ids = recorded.get(name)
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise DataError("examples.bad_fingerprint", f"the recorded fingerprint has no list of {name} ids")
+        stubs = [Example(i, "", None, 0) for i in ids]
+        parts[name] = tuple(sorted(stubs, key=lambda ex: _rank(seed, ex)))
+    return Split(**parts)

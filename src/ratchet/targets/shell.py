@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,8 @@ class ShellJobs:
 
     @staticmethod
     def _outcome(m: Measurement) -> TaskOutcome:
-        return TaskOutcome({m.job_id: m.unit_result()}, asdict(m))
+        record = {name: getattr(m, name) for name in Measurement.__dataclass_fields__}  # flat: no deep copy
+        return TaskOutcome({m.job_id: m.unit_result()}, record)
 
     def reuse(self, task: Task, recorded: Mapping[str, Any]) -> TaskOutcome | None:
         """The recorded measurement (None when the record is malformed)."""

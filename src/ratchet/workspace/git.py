@@ -379,6 +379,25 @@ class Git:
                 )
             raise GitError("git.update_failed", f"could not update branch {name}: {stderr_text(proc)}")
 
+    def ref_commit(self, ref: str) -> str | None:
+        """The commit the full ref `ref` (`refs/...`) points to, or None when it does not exist."""
+        proc = self._run(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], check=False)
+        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+    def update_ref(self, ref: str, commit: str) -> None:
+        """Create the full ref `ref` (`refs/...`, not a branch) pointing at `commit`; it must not exist
+        yet. Raises GitError `git.bad_ref` (malformed name) or `git.update_failed`."""
+        if not ref.startswith("refs/") or self._run(["check-ref-format", ref], check=False).returncode != 0:
+            raise GitError("git.bad_ref", f"{ref!r} is not a valid ref name")
+        self.clean_stale_locks()
+        proc = self._run(["update-ref", "-m", "ratchet", ref, commit, ""], check=False)
+        if proc.returncode != 0:
+            raise GitError("git.update_failed", f"could not create {ref}: {stderr_text(proc)}")
+
+    def has_object(self, name: str) -> bool:
+        """True when the object `name` (a hash) is in the repository."""
+        return self._run(["cat-file", "-e", name], check=False).returncode == 0
+
     def _checked_out_refs(self) -> set[str]:
         out = self._out(["worktree", "list", "--porcelain"])
         return {line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("branch ")}

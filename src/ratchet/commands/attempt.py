@@ -1,0 +1,81 @@
+"""`ratchet report RUN --attempt N`: one attempt as the ledger and the repository keep it: the
+agent's report, the candidate's diff against the champion (its blob, or git when a run predates
+diff blobs), the verdicts of its trial and confirmation with their figures, its promotion, and
+whether its tree is still in the repository (kept by `refs/ratchet/<run_id>/attempts/<n>`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ratchet.core.errors import DataError, RatchetError
+from ratchet.core.state import fold
+from ratchet.ledger.blobs import BlobStore
+from ratchet.loop.evidence import attempt_ref
+from ratchet.present.status import attempt_row
+from ratchet.workspace.git import Git
+
+FIGURES = ("verdict", "reason", "reason_text", "estimate", "interval", "p_value", "threshold", "units", "look",
+           "level", "champion_mean", "candidate_mean")
+"""The recorded figures of a trial.judged shown for each stage."""
+
+
+def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[str, Any]:
+    """{"run_id", "attempt", "summary", "tree", "ref", "ref_commit", "tree_present", "report", "diff",
+    "verdict", "reason", "stages": {stage: figures}, "promotion", "gave_up"}. Raises DataError
+    `run.*` and `attempt.not_found`, LedgerError for a damaged ledger or blob."""
+    from ratchet.commands.runs import find_run, read_run
+
+    run = find_run(project_root, run_id)
+    events, _ = read_run(run)
+    row_state = fold(events).attempt(number)
+    if row_state is None:
+        raise DataError("attempt.not_found", f"run {run.run_id} has no attempt {number}",
+                        hint=f"`ratchet status {run.run_id}` lists its attempts")
+    row = attempt_row(row_state)
+    blobs = BlobStore(run.blobs)
+    submitted = next((e.data for e in events if e.kind == "attempt.submitted" and e.data.get("attempt") == number), {})
+    stages = {e.data.get("stage"): {k: e.data.get(k) for k in FIGURES} for e in events
+              if e.kind == "trial.judged" and e.data.get("attempt") == number}
+    promotion = next((e.data for e in events if e.kind == "champion.promoted" and e.data.get("attempt") == number),
+                     None)
+    report_blob, diff_blob = submitted.get("report_blob"), submitted.get("diff_blob")
+    ref = attempt_ref(run.run_id, number)
+    git, ref_commit = _git(project_root), None
+    tree = submitted.get("tree")
+    if git is not None:
+        ref_commit = git.ref_commit(ref)
+    diff = blobs.get_bytes(diff_blob).decode("utf-8", "replace") if isinstance(diff_blob, str) else \
+        _git_diff(git, events, number, tree)
+    return {
+        "run_id": run.run_id, "attempt": number, "summary": submitted.get("summary"), "tree": tree,
+        "ref": ref, "ref_commit": ref_commit,
+        "tree_present": bool(git is not None and isinstance(tree, str) and git.has_object(tree)),
+        "report": blobs.get_bytes(report_blob).decode("utf-8", "replace") if isinstance(report_blob, str) else None,
+        "diff": diff, "verdict": row["verdict"], "reason": row["reason"], "stages": stages,
+        "promotion": {k: promotion.get(k) for k in ("commit", "tree", "estimate", "interval", "branch")}
+        if promotion else None,
+        "gave_up": row_state.gave_up,
+    }
+
+
+def _git(project_root: Path) -> Git | None:
+    try:
+        return Git(project_root)
+    except RatchetError:
+        return None
+
+
+def _git_diff(git: Git | None, events: list[Any], number: int, tree: Any) -> str | None:
+    """The diff from the champion before attempt `number` (a run without diff blobs), or None."""
+    if git is None or not isinstance(tree, str) or not events:
+        return None
+    base = (events[0].data.get("baseline") or {}).get("tree")
+    for e in events:
+        if e.kind == "champion.promoted" and isinstance(e.data.get("attempt"), int) and e.data["attempt"] < number:
+            base = e.data.get("tree")
+    try:
+        return git.diff_text(base, tree, binary=True) if isinstance(base, str) else None
+    except RatchetError:
+        return None

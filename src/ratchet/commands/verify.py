@@ -1,0 +1,256 @@
+"""`ratchet verify [RUN]`: check a run offline, from its run directory alone (docs/verify.md).
+
+The hash chain and every blob; every plan re-compiled from its recorded inputs and compared byte
+for byte; every verdict re-derived through the gate from the recorded per-unit results at the
+recorded level and margin; every promotion backed by its acceptances; the budgets; the holdout (and
+an examples run's test split) measured once on units no decision used; the signatures (against
+`--key` when given); report.md's closing digest and signature. The checks are core/audit.py; this
+module reads the run directory and feeds them.
+
+Exit codes: 0 every check holds; 3 a check failed (`result.findings`: code, event seq, what
+differed); 2 the run cannot be read (no such run, no ledger, no contract, no run.started).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ratchet.core import audit
+from ratchet.core.audit import Finding
+from ratchet.core.audit_view import Planned, RunView, read_view
+from ratchet.core.contract import Contract
+from ratchet.core.contract_load import parse_contract
+from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanError
+from ratchet.core.events import LedgerLineError
+from ratchet.core.plan import Plan
+from ratchet.core.state import Folder, RunState
+from ratchet.core.stats.multiplicity import attempt_levels
+from ratchet.ledger.blobs import BlobStore
+from ratchet.ledger.events import read_log_bytes, scan_events
+from ratchet.ledger.rundir import RunDir
+from ratchet.ledger.signing import SIGNED_KINDS, check_signature, read_public_key
+from ratchet.loop.trial import settings_for
+from ratchet.targets.base import Target
+
+
+def verify_run(project_root: Path, run_id: str | None, key: Path | None = None) -> dict[str, Any]:
+    """`ratchet verify`: {"run_id", "verified", "events", "head", "checked", "findings", "warnings"}
+    (`_exit_code` 3 and `_error` when a check failed). Raises DataError / LedgerError / ContractError
+    (exit 2) when the run cannot be read, DataError `keys.bad_public_key` for an unreadable `key`."""
+    from ratchet.commands.runs import find_run
+
+    run = find_run(project_root, run_id)
+    given_key = read_public_key(key) if key is not None else None
+    raw = read_log_bytes(run.events)
+    try:
+        events, torn = scan_events(raw)
+    except LedgerLineError as err:
+        finding = Finding("verify.chain", err.line - 1, err.message)
+        return _result(run, [], [finding], [], {"chain": 1})
+    warnings = [f"events.jsonl line {torn.line} is torn (a kernel was killed mid-write); the lines before it "
+                "were checked"] if torn is not None else []
+    if not events or events[0].kind != "run.started":
+        raise DataError("run.not_started", f"run {run.run_id} has no run.started: nothing to verify")
+    contract = _contract(run)
+    view = read_view(events)
+    blobs = BlobStore(run.blobs)
+    findings, checked = _check_all(run, view, contract, blobs, given_key, warnings)
+    return _result(run, events, findings, warnings, checked)
+
+
+def _contract(run: RunDir) -> Contract:
+    try:
+        text = run.contract.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataError("verify.no_contract", f"{run.contract} cannot be read: {exc}",
+                        hint="the run directory must keep the contract the run started with") from None
+    return parse_contract(text, source=str(run.contract))
+
+
+def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore, given_key: bytes | None,
+               warnings: list[str]) -> tuple[list[Finding], dict[str, int]]:
+    findings = audit.check_blobs(view, lambda d: _blob_problem(blobs, d))
+    findings += _blob_files(blobs)
+    target = _target(contract, view, run, blobs)
+    plan_findings, plans, units = _plans(view, target, blobs)
+    findings += plan_findings
+    findings += _settings(view, contract, plans)
+    findings += _verdicts(view, target, plans)
+    findings += audit.check_without_jobs(view)
+    findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
+    findings += audit.check_budgets(view)
+    findings += audit.check_holdout(view, units)
+    if target.kind == "examples":
+        split = target.split  # type: ignore[attr-defined]
+        ids = {name: [ex.id for ex in getattr(split, name)] for name in ("dev", "val", "test")}
+        findings += audit.check_splits(view, ids, units)
+    signature_findings, notes = audit.check_signatures(view, SIGNED_KINDS, check_signature, given_key)
+    findings += signature_findings
+    report_findings, report_notes = audit.check_report(view, _report_text(run))
+    findings += report_findings
+    warnings += notes + report_notes
+    checked = {"events": len(view.events), "blobs": len(set(d for _, _, d in view.blob_refs)),
+               "plans": len(plans), "verdicts": len(view.judged),
+               "promotions": len(view.promoted),
+               "signatures": sum(1 for e in view.events if e.kind in SIGNED_KINDS)}
+    return sorted(findings, key=lambda f: (f.seq if f.seq is not None else -1, f.code)), checked
+
+
+def _blob_problem(blobs: BlobStore, digest: str) -> str | None:
+    try:
+        blobs.get_bytes(digest)
+    except LedgerError as err:
+        return f"{err.code}: {err.message}"
+    return None
+
+
+def _blob_files(blobs: BlobStore) -> list[Finding]:
+    """Every file under blobs/ holds the bytes its name is the digest of (named or not)."""
+    if not blobs.root.is_dir():
+        return []
+    out = []
+    for entry in os.scandir(blobs.root):
+        if entry.name.startswith("."):
+            continue
+        problem = _blob_problem(blobs, "sha256:" + entry.name)
+        if problem is not None and "ledger.bad_digest" not in problem:
+            out.append(Finding("verify.blob", None, f"blobs/{entry.name}: {problem}"))
+    return out
+
+
+def _target(contract: Contract, view: RunView, run: RunDir, blobs: BlobStore) -> Target:
+    from ratchet.commands.verify_rederive import rebuild_target
+
+    return rebuild_target(contract, view, run.root, blobs.get_json)
+
+
+def _plans(view: RunView, target: Target, blobs: BlobStore
+           ) -> tuple[list[Finding], list[tuple[Planned, Plan]], dict[int, tuple[Any, ...]]]:
+    """Re-compile every plan from the inputs the ledger gives and compare it with its record.
+    Returns the findings, the re-compiled plans, and the units each recorded plan measured (what
+    the holdout and split checks judge) by its trial.planned seq."""
+    findings: list[Finding] = []
+    plans: list[tuple[Planned, Plan]] = []
+    units: dict[int, tuple[Any, ...]] = {}
+    for p, inputs in audit.plan_inputs(view):
+        if isinstance(inputs, Finding):
+            findings.append(inputs)
+            continue
+        try:
+            looks = target.looks(inputs.stage, inputs.units_used)  # type: ignore[arg-type]
+            plan = target.plan(inputs.stage, inputs.attempt, inputs.trial, inputs.champion_tree,  # type: ignore[arg-type]
+                               inputs.candidate_tree, looks)
+        except (PlanError, ValueError) as exc:
+            findings.append(Finding("verify.plan", p.seq, f"{p.stage} plan of attempt {p.attempt} cannot be "
+                                    f"re-compiled: {exc}"))
+            continue
+        recorded, compiled = _blob_or_none(blobs, p.plan_blob), plan.canonical_bytes()
+        findings += audit.compare_plan(p, recorded, compiled, plan.digest)
+        plans.append((p, plan))
+        units[p.seq] = plan.units if recorded == compiled else _units_of(recorded, plan)
+    return findings, plans, units
+
+
+def _units_of(recorded: bytes | None, compiled: Plan) -> tuple[Any, ...]:
+    """The units of a recorded plan that differs from its re-compilation (the re-compiled plan's
+    when the record cannot be read as a plan: already a finding)."""
+    try:
+        return Plan.from_json(json.loads(recorded or b"")).units
+    except (ValueError, PlanError, AttributeError):
+        return compiled.units
+
+
+def _blob_or_none(blobs: BlobStore, blob: Any) -> bytes | None:
+    try:
+        return blobs.get_bytes(blob) if isinstance(blob, str) else None
+    except LedgerError:
+        return None
+
+
+def _states_before(view: RunView, seqs: set[int]) -> dict[int, RunState]:
+    """seq -> the run's state as folded from the events before it (one pass over the ledger)."""
+    folder = Folder()
+    out: dict[int, RunState] = {}
+    for event in view.events:
+        if event.seq in seqs:
+            out[event.seq] = folder.result()
+        folder.step(event)
+    return out
+
+
+def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunState) -> float:
+    """The level loop/campaign.py grants the stage of `p`: alpha for the holdout and a comparison;
+    else the attempt's trial or confirmation level (stats.multiplicity.attempt_levels) from what
+    the attempts before it did with theirs."""
+    from ratchet.loop.campaign import level_history
+
+    gate = contract.gate
+    if p.stage == "holdout" or view.mode == "compare":
+        return gate.alpha
+    confirms = gate.confirm and contract.target.kind == "benchmark"
+    levels = attempt_levels(gate.alpha, gate.multiplicity, p.attempt, contract.budget.max_attempts,
+                            level_history(state, p.attempt), confirm=confirms)
+    return levels.confirm if p.stage == "confirm" else levels.trial
+
+
+def _settings(view: RunView, contract: Contract, plans: list[tuple[Planned, Plan]]) -> list[Finding]:
+    out = []
+    states = _states_before(view, {p.seq for p, _ in plans})
+    gate = contract.gate
+    for p, _plan in plans:
+        state = states[p.seq]
+        margin = audit.expected_margin(p, gate.min_effect, gate.min_effect_rel, state.champion_mean)
+        out += audit.check_settings(p, _expected_level(view, contract, p, state), margin)
+    return out
+
+
+def _verdicts(view: RunView, target: Target, plans: list[tuple[Planned, Plan]]) -> list[Finding]:
+    """Each judged plan's decision re-derived from the results recorded before its verdict."""
+    from ratchet.commands.verify_rederive import Recorded, rederive
+
+    recorded = Recorded(view.finished)
+    out = []
+    for p, plan in plans:
+        judged = view.judged_for(p.attempt, p.stage)
+        if judged is None or judged.seq < p.seq:
+            continue  # not judged yet (an interrupted run)
+        level = p.level if isinstance(p.level, int | float) else 0.0
+        margin = p.margin if isinstance(p.margin, int | float) else 0.0
+        try:
+            settings = settings_for(plan, target, float(level), float(margin))
+            derived = rederive(plan, target, settings, recorded, judged.seq)
+        except Exception as exc:  # a recorded value the gate refuses (a tampered score) is a finding
+            out.append(Finding("verify.verdict", judged.seq, f"{p.stage} of attempt {p.attempt}: the recorded "
+                               f"results cannot be judged: {exc}"))
+            continue
+        if isinstance(derived, str):
+            out.append(Finding("verify.results_missing", judged.seq, f"{p.stage} of attempt {p.attempt}: job "
+                               f"{derived} has no usable job.finished before the verdict"))
+            continue
+        out += audit.compare_decision(judged, derived)
+    return out
+
+
+def _report_text(run: RunDir) -> str | None:
+    try:
+        return run.report.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _result(run: RunDir, events: list[Any], findings: list[Finding], warnings: list[str],
+            checked: dict[str, int]) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "run_id": run.run_id, "verified": not findings, "events": len(events),
+        "head": events[-1].digest if events else None, "checked": checked,
+        "findings": [f.to_json() for f in findings], "warnings": warnings,
+    }
+    if findings:
+        result["_exit_code"] = EXIT_CHECK_FAILED
+        codes = sorted({f.code for f in findings})
+        result["_error"] = {"code": "verify.failed", "message": f"{len(findings)} check(s) failed: {', '.join(codes)}",
+                            "hint": "each finding names the event (seq) and what differed"}
+    return result

@@ -1,0 +1,207 @@
+"""What `ratchet verify` reads from a run's events: the one place its checks read event data (every
+read through `.data.get`, so a payload lacking a key reads as None and is reported, never raised).
+
+Pure: takes verified events, touches nothing. The checks are in core/audit.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ratchet.core.events import Event
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One `trial.planned`: where it is (`seq`) and what it recorded (None when absent). `margin`
+    is None for runs recorded before the margin was."""
+
+    seq: int
+    attempt: Any
+    trial: Any
+    stage: Any
+    plan_digest: Any
+    plan_blob: Any
+    level: Any
+    margin: Any
+    looks: Any
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One `trial.judged`: its `seq`, (attempt, stage) and the recorded decision fields."""
+
+    seq: int
+    attempt: Any
+    stage: Any
+    data: Mapping[str, Any]
+
+    def get(self, key: str) -> Any:
+        """The recorded value of `key` (None when absent)."""
+        return self.data.get(key)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """One `attempt.submitted`: the candidate tree and the blobs of its report and diff."""
+
+    seq: int
+    attempt: Any
+    tree: Any
+    report_blob: Any
+    diff_blob: Any
+
+
+@dataclass(frozen=True)
+class Promoted:
+    """One `champion.promoted`."""
+
+    seq: int
+    attempt: Any
+    tree: Any
+    estimate: Any
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One `job.finished`: job id, (attempt, stage), variant, units charged, cached, and the example
+    ids it measured (None for a benchmark job)."""
+
+    seq: int
+    job_id: Any
+    attempt: Any
+    stage: Any
+    units_charged: Any
+    cached: Any
+    examples: tuple[str, ...] | None
+    data: Mapping[str, Any]
+
+
+@dataclass
+class RunView:
+    """A run's events as the checks read them (see `read_view`). `started`: the run.started data
+    ({} when the first event is not one); `champion_at`: (seq, champion tree) after the baseline
+    and each promotion, in order; `blob_refs`: (seq, key path, digest) of every `*_blob` value."""
+
+    events: Sequence[Event]
+    started: Mapping[str, Any]
+    planned: list[Planned] = field(default_factory=list)
+    judged: list[Judged] = field(default_factory=list)
+    submitted: dict[Any, Submitted] = field(default_factory=dict)
+    promoted: list[Promoted] = field(default_factory=list)
+    finished: list[Finished] = field(default_factory=list)
+    attempts_started: list[tuple[int, Any]] = field(default_factory=list)
+    blob_refs: list[tuple[int, str, str]] = field(default_factory=list)
+    champion_at: list[tuple[int, Any]] = field(default_factory=list)
+    _first_judged: dict[tuple[str, str], Judged] = field(default_factory=dict)
+    _first_planned: dict[tuple[str, str], Planned] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> Any:
+        """run.started's `mode` (`compare` for `ratchet compare`; None for a campaign)."""
+        return self.started.get("mode")
+
+    @property
+    def salt(self) -> Any:
+        """The run's salt as run.started recorded it."""
+        return self.started.get("salt")
+
+    @property
+    def baseline_tree(self) -> Any:
+        """The baseline's tree as run.started recorded it."""
+        return (self.started.get("baseline") or {}).get("tree")
+
+    @property
+    def limits(self) -> Mapping[str, Any]:
+        """run.started's budget limits."""
+        return self.started.get("limits") or {}
+
+    @property
+    def signing_key(self) -> Mapping[str, Any] | None:
+        """run.started's {"alg", "key_id", "public"} of the project key, or None (an unsigned run)."""
+        key = self.started.get("signing_key")
+        return key if isinstance(key, Mapping) else None
+
+    @property
+    def examples_fingerprint_blob(self) -> Any:
+        """The examples split's fingerprint blob (examples targets), or None."""
+        return (self.started.get("examples") or {}).get("fingerprint_blob")
+
+    def champion_before(self, seq: int) -> Any:
+        """The champion's tree just before event `seq`."""
+        tree = None
+        for at, champion in self.champion_at:
+            if at >= seq:
+                break
+            tree = champion
+        return tree
+
+    def judged_for(self, attempt: Any, stage: Any) -> Judged | None:
+        """The first `trial.judged` of (attempt, stage), or None."""
+        return self._first_judged.get(_key(attempt, stage))
+
+    def planned_for(self, attempt: Any, stage: Any) -> Planned | None:
+        """The first `trial.planned` of (attempt, stage), or None."""
+        return self._first_planned.get(_key(attempt, stage))
+
+    def index(self) -> None:
+        """Index the first judged and planned event of each (attempt, stage) (read_view calls it)."""
+        for j in reversed(self.judged):
+            self._first_judged[_key(j.attempt, j.stage)] = j
+        for p in reversed(self.planned):
+            self._first_planned[_key(p.attempt, p.stage)] = p
+
+
+def _key(attempt: Any, stage: Any) -> tuple[str, str]:
+    """A hashable key for (attempt, stage) whatever their recorded types."""
+    return repr(attempt), repr(stage)
+
+
+def _blob_refs(seq: int, value: Any, path: str) -> Iterator[tuple[int, str, str]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(item, str) and str(key).endswith("_blob"):
+                yield seq, where, item
+            else:
+                yield from _blob_refs(seq, item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _blob_refs(seq, item, f"{path}[{i}]")
+
+
+def read_view(events: Sequence[Event]) -> RunView:
+    """Read the events the checks need, in one pass (event data only through `.data.get`)."""
+    started = events[0].data if events and events[0].kind == "run.started" else {}
+    view = RunView(events, started)
+    view.champion_at.append((-1, view.baseline_tree))
+    for e in events:
+        d = e.data
+        if e.kind not in _FLAT_KINDS:  # job events (most of a ledger) hold no blob reference
+            view.blob_refs.extend(_blob_refs(e.seq, d, ""))
+        if e.kind == "job.finished":
+            examples = d.get("examples")
+            view.finished.append(Finished(e.seq, d.get("job_id"), d.get("attempt"), d.get("stage"),
+                                          d.get("units_charged"), d.get("cached"),
+                                          tuple(examples) if isinstance(examples, Mapping) else None, d))
+        elif e.kind == "trial.planned":
+            view.planned.append(Planned(e.seq, d.get("attempt"), d.get("trial"), d.get("stage"), d.get("plan_digest"),
+                                        d.get("plan_blob"), d.get("level"), d.get("margin"), d.get("looks")))
+        elif e.kind == "trial.judged":
+            view.judged.append(Judged(e.seq, d.get("attempt"), d.get("stage"), d))
+        elif e.kind == "attempt.submitted":
+            view.submitted.setdefault(d.get("attempt"), Submitted(e.seq, d.get("attempt"), d.get("tree"),
+                                                                  d.get("report_blob"), d.get("diff_blob")))
+        elif e.kind == "champion.promoted":
+            view.promoted.append(Promoted(e.seq, d.get("attempt"), d.get("tree"), d.get("estimate")))
+            view.champion_at.append((e.seq, d.get("tree")))
+        elif e.kind == "attempt.started":
+            view.attempts_started.append((e.seq, d.get("attempt")))
+    view.index()
+    return view
+
+
+_FLAT_KINDS = frozenset({"job.started", "job.finished"})
+"""Kinds whose data reference no blob: not walked for `*_blob` keys."""
