@@ -1,0 +1,368 @@
+"""The whole kernel's overhead: a campaign of N fast jobs through `ratchet run` against `xargs -P 2`
+running the same commands in the same sandbox.
+
+The project: a git repository whose benchmark sleeps JOB_S and prints a metric that depends only on
+the seed (champion and candidate tie on every unit, so nothing is promoted and no holdout runs), and
+a `files` agent with one prepared candidate per attempt (each writes a different `note.txt`, so every
+tree is new). One look of UNITS units per trial, no confirmation: each attempt is exactly
+2 x UNITS jobs, plus one preflight job. The measurement cache is on (its writes are part of the
+cost; the seeds of each trial are fresh, so it never hits).
+
+The baseline runs the same `/bin/sh -c` command the same number of times through `xargs -P 2`, each
+under bubblewrap with the argv `compute.sandbox.wrap_argv` builds (when bwrap works here; else both
+run bare), in one shared checkout. The two alternate (xargs, ratchet, xargs, ratchet, ...), each a
+fresh process; the table gives the medians.
+
+Where the time goes: one more `ratchet run` in this process with timers wrapped around the
+kernel's steps (checkouts, ledger appends and their fsync, index writes, the cache, state folds,
+ledger scans, the gate, the executor's wait). Target: `ratchet run` at most 1.25x xargs + bwrap
+for 50 ms jobs.
+
+    python benchmarks/kernel_overhead.py [--attempts 25] [--units 20] [--repeats 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import PYTHON, save, table  # noqa: E402
+
+from ratchet.compute.env import job_env  # noqa: E402
+from ratchet.compute.sandbox import probe_bwrap, wrap_argv  # noqa: E402
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+RATCHET = [str(PYTHON), "-c", f"import sys; sys.path.insert(0, {str(SRC)!r}); sys.argv[0] = 'ratchet'; "
+           "from ratchet.cli import main; main()"]
+"""`ratchet` from the source tree this script lives in (whatever the venv's install points to)."""
+PARALLEL = 2
+JOB_S = 0.05
+"""Seconds each job sleeps."""
+SEED_ENV = "RATCHET_SEED"
+COMMAND = f'sleep {JOB_S}; echo "{{\\"score\\": $(( {SEED_ENV} % 997 ))}}"'
+"""The benchmark: sleep, then a metric that depends only on the seed."""
+TARGET_RATIO = 1.25
+
+CONTRACT = """\
+[campaign]
+name = "kernel-overhead"
+seed = 1
+
+[target]
+kind = "benchmark"
+command = '''{command}'''
+metric = "score"
+direction = "max"
+seed_env = "{seed_env}"
+timeout_s = 30
+cache = true
+
+[scope]
+allowed = ["note.txt"]
+
+[agent]
+kind = "files"
+[agent.files]
+path = "candidates"
+
+[gate]
+units = [{units}]
+confirm = false
+
+[budget]
+max_attempts = {attempts}
+
+[compute]
+max_parallel = {parallel}
+
+[sandbox]
+mode = "{sandbox}"
+"""
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=Ratchet bench", "-c", "user.email=bench@localhost", *args],
+                   cwd=repo, check=True, stdout=subprocess.DEVNULL)
+
+
+def make_project(root: Path, attempts: int, units: int, sandbox: str) -> Path:
+    """A committed git project at `root/project` with the contract and `attempts` candidates."""
+    project = root / "project"
+    (project / "candidates").mkdir(parents=True)
+    (project / "note.txt").write_text("baseline\n")
+    for i in range(1, attempts + 1):
+        entry = project / "candidates" / f"c{i:04d}"
+        entry.mkdir()
+        (entry / "note.txt").write_text(f"candidate {i}\n")
+    (project / "ratchet.toml").write_text(CONTRACT.format(
+        command=COMMAND, seed_env=SEED_ENV, units=units, attempts=attempts, parallel=PARALLEL, sandbox=sandbox))
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "kernel overhead benchmark")
+    return project
+
+
+def jobs_of(attempts: int, units: int) -> int:
+    """Jobs one campaign runs: the preflight, then both variants on every unit of every attempt."""
+    return 1 + attempts * 2 * units
+
+
+# -- the two runners -------------------------------------------------------------------------------
+
+
+def time_xargs(root: Path, jobs: int, sandboxed: bool) -> float:
+    """Wall seconds of `xargs -P PARALLEL` running COMMAND `jobs` times (one seed each), under bwrap
+    when `sandboxed`."""
+    work, scratch = root / "xargs-work", root / "xargs-scratch"
+    work.mkdir(exist_ok=True)
+    scratch.mkdir(exist_ok=True)
+    argv = ["/bin/sh", "-c", f"{SEED_ENV}=$1; {COMMAND}", "job"]
+    if sandboxed:
+        env = {**job_env(SEED_ENV, 0, "xargs", "candidate", "0"), "HOME": str(scratch), "TMPDIR": str(scratch)}
+        env.pop(SEED_ENV)
+        argv = wrap_argv(argv, workdir=work, scratch=scratch, network=False, env=env)
+    seeds = "".join(f"{i}\n" for i in range(jobs)).encode()
+    start = time.perf_counter()
+    subprocess.run(["xargs", "-P", str(PARALLEL), "-n", "1", *argv], input=seeds, check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def time_ratchet(root: Path, attempts: int, units: int, sandbox: str) -> tuple[float, int]:
+    """(wall seconds of `ratchet run PROJECT --json` as a subprocess, jobs it ran)."""
+    project = make_project(root, attempts, units, sandbox)
+    start = time.perf_counter()
+    proc = subprocess.run([*RATCHET, "run", str(project), "--json"], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    out = json.loads(proc.stdout)
+    if not out.get("ok"):
+        raise SystemExit(f"ratchet run failed: {out.get('error')}")
+    return wall, ran_jobs(project, out["result"]["run_id"])
+
+
+def ran_jobs(project: Path, run_id: str) -> int:
+    """`job.finished` events of a run that ran a job (not cached)."""
+    events = project / ".ratchet" / "runs" / run_id / "events.jsonl"
+    finished = [json.loads(line)["data"] for line in events.read_text().splitlines()
+                if '"kind":"job.finished"' in line]
+    return sum(1 for d in finished if not d.get("cached"))
+
+
+# -- where the time goes ---------------------------------------------------------------------------
+
+
+class Timers:
+    """Wall seconds and calls per label, summed over the calls made on the main thread."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._main = threading.main_thread()
+
+    def wrap(self, owner: object, name: str, label: str) -> None:
+        """Replace `owner.name` (a function or method) by a timed one."""
+        inner = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            if threading.current_thread() is not self._main:
+                return inner(*args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - start
+                self.calls[label] += 1
+
+        setattr(owner, name, timed)
+
+
+STEPS: list[tuple[str, str, str, str]] = [
+    # (module, attribute path, label, what it is)
+    ("ratchet.loop.measure", "Runner._checkout", "checkout", "a clean checkout per job (before the batch starts)"),
+    ("ratchet.loop.measure", "Runner._run", "batch", "one batch: checkouts, submit, wait, cleanup"),
+    ("ratchet.compute.local", "LocalExecutor.wait", "executor wait", "the jobs run; the callbacks below run meanwhile"),
+    ("ratchet.loop.kernel", "Kernel.record", "record", "one ledger event and its index row"),
+    ("ratchet.ledger.events", "EventLog.append", "ledger append", "encode, verify, write, fsync"),
+    ("ratchet.ledger.events", "EventLog._write_line", "write + fsync", "os.write and os.fsync of one line"),
+    ("ratchet.ledger.index", "Index.apply", "index", "one SQLite transaction per event"),
+    ("ratchet.compute.cache", "MeasurementCache.put", "cache put", "one file written and fsynced per job"),
+    ("ratchet.targets.shell", "ShellJobs.read", "read result", "the metric from the job's stdout"),
+    ("ratchet.loop.kernel", "Kernel.state", "state fold", "the run's state folded from the ledger"),
+    ("ratchet.loop.kernel", "Kernel.find", "ledger scan", "Kernel.find / once: the last event of a kind"),
+    ("ratchet.loop.trial", "decide", "gate", "the gate's decision at a look"),
+    ("ratchet.agents.files", "FilesAgent.start", "agent", "the candidate's tree (git)"),
+    ("ratchet.loop.campaign", "Campaign._judge_without_jobs", "scope check", "diff and scope of a candidate"),
+]
+
+
+def install(timers: Timers) -> None:
+    """Wrap every step of STEPS with `timers`."""
+    import importlib
+
+    for module, path, label, _ in STEPS:
+        owner: object = importlib.import_module(module)
+        *parents, name = path.split(".")
+        for part in parents:
+            owner = getattr(owner, part)
+        timers.wrap(owner, name, label)
+
+
+@contextlib.contextmanager
+def argv(*args: str) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = list(args)
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def profile_run(root: Path, attempts: int, units: int, sandbox: str) -> tuple[float, Timers]:
+    """One `ratchet run` in this process with the kernel's steps timed: (wall seconds, timers)."""
+    start = time.perf_counter()
+    from ratchet import cli
+    from ratchet.commands import run  # noqa: F401  (the run command's imports: scipy, numpy, pydantic...)
+
+    imports = time.perf_counter() - start
+    timers = Timers()
+    timers.seconds["imports"] = imports
+    install(timers)
+    project = make_project(root, attempts, units, sandbox)
+    out = io.StringIO()
+    start = time.perf_counter()
+    with argv("ratchet", "run", str(project), "--json"), contextlib.redirect_stdout(out):
+        with contextlib.suppress(SystemExit):
+            cli.main()
+    wall = time.perf_counter() - start
+    if not json.loads(out.getvalue()).get("ok"):
+        raise SystemExit(f"ratchet run failed: {out.getvalue()[:2000]}")
+    return wall, timers
+
+
+def breakdown(wall: float, timers: Timers, jobs: int, xargs_wall: float) -> str:
+    """The table of where the time goes in the profiled run."""
+    s = timers.seconds
+    ms = lambda seconds: f"{seconds * 1000 / jobs:.2f}"  # noqa: E731
+    serial = wall - s["executor wait"]
+    in_wait = s["executor wait"] - xargs_wall
+    rows = [["`ratchet run` (in process, timers on)", f"{wall:.2f}", ms(wall), "", ""],
+            ["xargs + bwrap, same jobs (median above)", f"{xargs_wall:.2f}", ms(xargs_wall), "", ""],
+            ["start-up: importing the CLI and the run command (scipy, numpy, pydantic, typer; in every "
+             "subprocess run, not in the in-process wall)", f"{s['imports']:.2f}", ms(s["imports"]), "1", "serial"],
+            ["**main thread outside the executor's wait** (no job runs meanwhile)", f"**{serial:.2f}**",
+             f"**{ms(serial)}**", "", "serial"]]
+    what = {label: text for _, _, label, text in STEPS}
+    serial_labels = ["checkout", "state fold", "ledger scan", "gate", "agent", "scope check"]
+    for label in serial_labels:
+        rows.append([f"- {label}: {what[label]}", f"{s[label]:.2f}", ms(s[label]), str(timers.calls[label]), "serial"])
+    cleanup = s["batch"] - s["checkout"] - s["executor wait"]
+    rows.append(["- cleanup of checkouts and submit (batch - checkout - wait)", f"{cleanup:.2f}", ms(cleanup),
+                 str(timers.calls["batch"]), "serial"])
+    rest = serial - cleanup - sum(s[label] for label in serial_labels)
+    rows.append(["- the rest: start-up, records between batches, blobs, git, the loop", f"{rest:.2f}", ms(rest),
+                 "", "serial"])
+    rows.append(["**executor wait - xargs** (in the wait, over what xargs took)", f"**{in_wait:.2f}**",
+                 f"**{ms(in_wait)}**", "", "overlaps jobs"])
+    for label in ["record", "ledger append", "write + fsync", "index", "cache put", "read result"]:
+        rows.append([f"- {label}: {what[label]}", f"{s[label]:.2f}", ms(s[label]), str(timers.calls[label]),
+                     "callbacks, overlap jobs"])
+    return table(["step", "seconds", "ms per job", "calls", "when"], rows, "lrrrl")
+
+
+# -- the whole benchmark ---------------------------------------------------------------------------
+
+
+def child(kind: str, attempts: int, units: int, sandbox: str) -> dict[str, float]:
+    """One measurement in this (fresh) process."""
+    with tempfile.TemporaryDirectory(prefix="ratchet-bench-kernel-") as tmp:
+        root = Path(tmp)
+        jobs = jobs_of(attempts, units)
+        if kind == "xargs":
+            return {"wall": time_xargs(root, jobs, sandbox == "bwrap"), "jobs": jobs}
+        if kind == "ratchet":
+            wall, ran = time_ratchet(root, attempts, units, sandbox)
+            return {"wall": wall, "jobs": ran}
+        wall, timers = profile_run(root, attempts, units, sandbox)
+        return {"wall": wall, "jobs": jobs, "seconds": dict(timers.seconds), "calls": dict(timers.calls)}
+
+
+def measure(kind: str, attempts: int, units: int, sandbox: str) -> dict:
+    out = subprocess.run([str(PYTHON), __file__, "--child", kind, str(attempts), str(units), sandbox],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{kind} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attempts", type=int, default=25, help="attempts (candidates) in the campaign")
+    parser.add_argument("--units", type=int, default=20, help="units per trial (one look)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="3 attempts of 10 units, one repeat")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, attempts, units, sandbox = args.child
+        print(json.dumps(child(kind, int(attempts), int(units), sandbox)))
+        return
+    attempts, units, repeats = (3, 10, 1) if args.quick else (args.attempts, args.units, args.repeats)
+    status = probe_bwrap()
+    sandbox = "bwrap" if status.available else "none"
+    jobs = jobs_of(attempts, units)
+    runs: dict[str, list[float]] = {"xargs": [], "ratchet": []}
+    for _ in range(repeats):
+        for kind in runs:
+            m = measure(kind, attempts, units, sandbox)
+            if m["jobs"] != jobs:
+                raise SystemExit(f"{kind} ran {m['jobs']} jobs, expected {jobs}")
+            runs[kind].append(m["wall"])
+    xargs, ratchet = statistics.median(runs["xargs"]), statistics.median(runs["ratchet"])
+    ratio = ratchet / xargs
+    overhead_ms = (ratchet - xargs) * PARALLEL / jobs * 1000
+    prof = measure("profile", attempts, units, sandbox)
+    timers = Timers()
+    timers.seconds.update(prof["seconds"])
+    timers.calls.update(prof["calls"])
+    runner = f"xargs -P {PARALLEL} + {'bwrap' if sandbox == 'bwrap' else 'no sandbox'}"
+    body = (
+        f"A campaign of {attempts} attempts x {units} units x 2 variants + 1 preflight = **{jobs} jobs** of "
+        f"`sleep {JOB_S:g}` (then a metric from the seed), {PARALLEL} at a time, sandbox `{sandbox}` "
+        f"({status.reason}); `files` agent, one look per trial, no confirmation, cache on. "
+        f"Median of {repeats} runs each, alternating, each in a fresh process (interpreter start included). "
+        f"load average {os.getloadavg()[0]:.2f} at the end.\n\n"
+        f"*Overhead per job*: (ratchet - xargs) x {PARALLEL} / jobs, the time each slot loses per job.\n\n"
+        f"## Target: `ratchet run` <= {TARGET_RATIO}x {runner} for {JOB_S * 1000:.0f} ms jobs\n\n"
+        + table(["jobs", f"{runner} s", "ratchet run s", "ratio", "overhead per job ms", "target"],
+                [[str(jobs), f"{xargs:.2f}", f"{ratchet:.2f}", f"**{ratio:.3f}**", f"{overhead_ms:.1f}",
+                  "met" if ratio <= TARGET_RATIO else "MISSED"]], "rrrrrl")
+        + "\nEvery run (seconds): xargs " + ", ".join(f"{w:.2f}" for w in runs["xargs"])
+        + "; ratchet " + ", ".join(f"{w:.2f}" for w in runs["ratchet"]) + ".\n"
+        + "\n## Where the time goes (one more run, in process, with timers)\n\n"
+        "Wall seconds on the kernel's main thread, summed over calls. The main thread prepares each "
+        "batch (checkouts), then waits for it while the jobs run; ledger events, index rows and cache "
+        "writes are made in the executor's callbacks during that wait, so they overlap the jobs and "
+        "cost wall time only when they keep the next job from starting. Rows marked `serial` are wall "
+        "time no job runs in.\n\n"
+        + breakdown(prof["wall"], timers, jobs, xargs)
+    )
+    save("kernel_overhead" + ("-quick" if args.quick else ""), "Kernel overhead: `ratchet run` against xargs", body)
+
+
+if __name__ == "__main__":
+    main()
