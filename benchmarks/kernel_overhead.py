@@ -166,13 +166,20 @@ def ran_jobs(project: Path, run_id: str) -> int:
 # -- where the time goes ---------------------------------------------------------------------------
 
 
+WAIT = "executor wait"
+IN_WAIT = " (in wait)"
+"""Suffix of a label timed while the executor's wait runs (a callback: it overlaps the jobs)."""
+
+
 class Timers:
-    """Wall seconds and calls per label, summed over the calls made on the main thread."""
+    """Wall seconds and calls per label, summed over the calls made on the main thread; a call made
+    during the executor's wait is counted under `label + IN_WAIT`."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
         self._main = threading.main_thread()
+        self._waiting = 0
 
     def wrap(self, owner: object, name: str, label: str) -> None:
         """Replace `owner.name` (a function or method) by a timed one."""
@@ -181,21 +188,28 @@ class Timers:
         def timed(*args, **kwargs):
             if threading.current_thread() is not self._main:
                 return inner(*args, **kwargs)
+            key = label + IN_WAIT if self._waiting and label != WAIT else label
+            self._waiting += label == WAIT
             start = time.perf_counter()
             try:
                 return inner(*args, **kwargs)
             finally:
-                self.seconds[label] += time.perf_counter() - start
-                self.calls[label] += 1
+                self.seconds[key] += time.perf_counter() - start
+                self.calls[key] += 1
+                self._waiting -= label == WAIT
 
         setattr(owner, name, timed)
 
 
 STEPS: list[tuple[str, str, str, str]] = [
     # (module, attribute path, label, what it is)
-    ("ratchet.loop.measure", "Runner._checkout", "checkout", "a clean checkout per job (before the batch starts)"),
+    ("ratchet.compute.sandbox", "probe_bwrap", "bwrap probe", "one sandboxed Python, once per run"),
+    ("ratchet.loop.campaign", "Campaign.run", "campaign", "the loop, from the preflight to run.stopped"),
+    ("ratchet.commands.runs", "write_report", "report", "report.md at the end"),
+    ("ratchet.commands.runs", "run_status", "status", "the run's summary for --json"),
     ("ratchet.loop.measure", "Runner._run", "batch", "one batch: checkouts, submit, wait, cleanup"),
-    ("ratchet.compute.local", "LocalExecutor.wait", "executor wait", "the jobs run; the callbacks below run meanwhile"),
+    ("ratchet.loop.measure", "Runner._checkout", "checkout", "a clean checkout per job, before the batch starts"),
+    ("ratchet.compute.local", "LocalExecutor.wait", WAIT, "the jobs run; the callbacks below run meanwhile"),
     ("ratchet.loop.kernel", "Kernel.record", "record", "one ledger event and its index row"),
     ("ratchet.ledger.events", "EventLog.append", "ledger append", "encode, verify, write, fsync"),
     ("ratchet.ledger.events", "EventLog._write_line", "write + fsync", "os.write and os.fsync of one line"),
@@ -256,31 +270,39 @@ def profile_run(root: Path, attempts: int, units: int, sandbox: str) -> tuple[fl
 
 def breakdown(wall: float, timers: Timers, jobs: int, xargs_wall: float) -> str:
     """The table of where the time goes in the profiled run."""
-    s = timers.seconds
-    ms = lambda seconds: f"{seconds * 1000 / jobs:.2f}"  # noqa: E731
-    serial = wall - s["executor wait"]
-    in_wait = s["executor wait"] - xargs_wall
-    rows = [["`ratchet run` (in process, timers on)", f"{wall:.2f}", ms(wall), "", ""],
-            ["xargs + bwrap, same jobs (median above)", f"{xargs_wall:.2f}", ms(xargs_wall), "", ""],
-            ["start-up: importing the CLI and the run command (scipy, numpy, pydantic, typer; in every "
-             "subprocess run, not in the in-process wall)", f"{s['imports']:.2f}", ms(s["imports"]), "1", "serial"],
-            ["**main thread outside the executor's wait** (no job runs meanwhile)", f"**{serial:.2f}**",
-             f"**{ms(serial)}**", "", "serial"]]
+    s, calls = timers.seconds, timers.calls
     what = {label: text for _, _, label, text in STEPS}
-    serial_labels = ["checkout", "state fold", "ledger scan", "gate", "agent", "scope check"]
-    for label in serial_labels:
-        rows.append([f"- {label}: {what[label]}", f"{s[label]:.2f}", ms(s[label]), str(timers.calls[label]), "serial"])
-    cleanup = s["batch"] - s["checkout"] - s["executor wait"]
-    rows.append(["- cleanup of checkouts and submit (batch - checkout - wait)", f"{cleanup:.2f}", ms(cleanup),
-                 str(timers.calls["batch"]), "serial"])
-    rest = serial - cleanup - sum(s[label] for label in serial_labels)
-    rows.append(["- the rest: start-up, records between batches, blobs, git, the loop", f"{rest:.2f}", ms(rest),
-                 "", "serial"])
-    rows.append(["**executor wait - xargs** (in the wait, over what xargs took)", f"**{in_wait:.2f}**",
-                 f"**{ms(in_wait)}**", "", "overlaps jobs"])
+    what.update({f"{label}{IN_WAIT}": text for label, text in what.items()})
+
+    def row(name: str, seconds: float, count: object = "", when: str = "serial") -> list[str]:
+        return [name, f"{seconds:.2f}", f"{seconds * 1000 / jobs:.2f}", str(count), when]
+
+    def step(label: str, when: str = "serial") -> list[str]:
+        return row(f"- {label}: {what[label]}", s[label], calls[label], when)
+
+    serial = wall - s[WAIT]
+    cleanup = s["batch"] - s["checkout"] - s[WAIT]
+    in_loop = ["checkout", "state fold", "ledger scan", "gate", "agent", "scope check", "record"]
+    loop_rest = s["campaign"] - s["batch"] - sum(s[label] for label in in_loop if label != "checkout")
+    before = wall - s["campaign"] - s["report"] - s["status"]
+    rows = [
+        row("`ratchet run` (in process, timers on)", wall, "", ""),
+        row("xargs + bwrap, same jobs (median above)", xargs_wall, "", ""),
+        row("start-up: importing the CLI and the run command (scipy, numpy, pydantic, typer; in every "
+            "subprocess run, not in the in-process wall above)", s["imports"], 1),
+        row("**main thread outside the executor's wait** (no job runs meanwhile)", serial),
+        row("- opening the run: contract, git, agent, run directory, lock, bwrap probe, run.started", before),
+        step("bwrap probe"),
+        *[step(label) for label in in_loop],
+        row("- cleanup and submit (batch - checkouts - wait)", cleanup, calls["batch"]),
+        row("- the rest of the loop (blobs, progress, budget checks)", loop_rest),
+        step("report"),
+        step("status"),
+        row("**executor wait - xargs** (the wait's time over what xargs took for the same jobs)",
+            s[WAIT] - xargs_wall, calls[WAIT], "overlaps jobs"),
+    ]
     for label in ["record", "ledger append", "write + fsync", "index", "cache put", "read result"]:
-        rows.append([f"- {label}: {what[label]}", f"{s[label]:.2f}", ms(s[label]), str(timers.calls[label]),
-                     "callbacks, overlap jobs"])
+        rows.append(step(label + IN_WAIT, "callback, overlaps jobs"))
     return table(["step", "seconds", "ms per job", "calls", "when"], rows, "lrrrl")
 
 
