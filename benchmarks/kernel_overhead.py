@@ -1,17 +1,20 @@
 """The whole kernel's overhead: a campaign of N fast jobs through `ratchet run` against `xargs -P 2`
 running the same commands in the same sandbox.
 
-The project: a git repository whose benchmark sleeps JOB_S and prints a metric that depends only on
-the seed (champion and candidate tie on every unit, so nothing is promoted and no holdout runs), and
-a `files` agent with one prepared candidate per attempt (each writes a different `note.txt`, so every
-tree is new). One look of UNITS units per trial, no confirmation: each attempt is exactly
-2 x UNITS jobs, plus one preflight job. The measurement cache is on (its writes are part of the
-cost; the seeds of each trial are fresh, so it never hits).
+The project: a small git repository (PROJECT_FILES: 8 files in 3 directories, 20 KiB) whose
+benchmark sleeps JOB_S and prints a metric that depends only on the seed (champion and candidate tie
+on every unit, so nothing is promoted and no holdout runs), and a `files` agent with one prepared
+candidate per attempt (each writes a different `note.txt`, so every tree is new; the candidates
+folder is in `scope.hidden`, so no checkout holds it). One look of UNITS units per trial, no
+confirmation: each attempt is exactly 2 x UNITS jobs, plus one preflight job. The measurement cache
+is on (its writes are part of the cost; the seeds of each trial are fresh, so it never hits).
 
 The baseline runs the same `/bin/sh -c` command the same number of times through `xargs -P 2`, each
 under bubblewrap with the argv `compute.sandbox.wrap_argv` builds (when bwrap works here; else both
-run bare), in one shared checkout. The two alternate (xargs, ratchet, xargs, ratchet, ...), each a
-fresh process; the table gives the medians.
+run bare), in one shared checkout. The runners alternate (xargs, ratchet, xargs, ratchet, ...), each
+run a fresh process; the table gives the medians. With --baseline-src DIR, `ratchet run` from DIR/src
+(e.g. an export of the previous main) takes its turn in the same rotation: before and after measured
+at the same time on the same machine, which matters on a shared one.
 
 Where the time goes: one more `ratchet run` in this process with timers wrapped around the
 kernel's steps (checkouts, ledger appends and their fsync, index writes, the cache, state folds,
@@ -19,6 +22,7 @@ ledger scans, the gate, the executor's wait). Target: `ratchet run` at most 1.25
 for 50 ms jobs.
 
     python benchmarks/kernel_overhead.py [--attempts 25] [--units 20] [--repeats 3] [--quick]
+                                         [--baseline-src DIR]
 """
 
 from __future__ import annotations
@@ -35,10 +39,13 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+SRC_ENV = "RATCHET_BENCH_SRC"
+"""Set by this script for its child processes: the source tree (`src/`) they import Ratchet from."""
+SRC = Path(os.environ.get(SRC_ENV) or Path(__file__).resolve().parents[1] / "src")
+sys.path.insert(0, str(SRC))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import PYTHON, save, table  # noqa: E402
@@ -46,7 +53,6 @@ from _common import PYTHON, save, table  # noqa: E402
 from ratchet.compute.env import job_env  # noqa: E402
 from ratchet.compute.sandbox import probe_bwrap, wrap_argv  # noqa: E402
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 RATCHET = [str(PYTHON), "-c", f"import sys; sys.path.insert(0, {str(SRC)!r}); sys.argv[0] = 'ratchet'; "
            "from ratchet.cli import main; main()"]
 """`ratchet` from the source tree this script lives in (whatever the venv's install points to)."""
@@ -74,6 +80,7 @@ cache = true
 
 [scope]
 allowed = ["note.txt"]
+hidden = ["candidates/"]
 
 [agent]
 kind = "files"
@@ -100,11 +107,26 @@ def git(repo: Path, *args: str) -> None:
                    cwd=repo, check=True, stdout=subprocess.DEVNULL)
 
 
+PROJECT_FILES = {
+    "README.md": "A small project: a benchmark script, its code and its data.\n",
+    "bench.sh": f"#!/bin/sh\n{COMMAND}\n",
+    "note.txt": "baseline\n",
+    "src/model.py": "def predict(x):\n    return 2 * x + 1\n" * 20,
+    "src/features.py": "def features(row):\n    return [float(v) for v in row]\n" * 20,
+    "data/train.csv": "".join(f"{i},{2 * i + 1}\n" for i in range(500)),
+    "data/test.csv": "".join(f"{i},{2 * i + 1}\n" for i in range(100)),
+}
+"""What every checkout holds besides ratchet.toml (the candidates folder is hidden from jobs)."""
+
+
 def make_project(root: Path, attempts: int, units: int, sandbox: str) -> Path:
-    """A committed git project at `root/project` with the contract and `attempts` candidates."""
+    """A committed git project at `root/project`: PROJECT_FILES, the contract and `attempts`
+    candidates."""
     project = root / "project"
     (project / "candidates").mkdir(parents=True)
-    (project / "note.txt").write_text("baseline\n")
+    for rel, text in PROJECT_FILES.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text)
     for i in range(1, attempts + 1):
         entry = project / "candidates" / f"c{i:04d}"
         entry.mkdir()
@@ -268,49 +290,56 @@ def profile_run(root: Path, attempts: int, units: int, sandbox: str) -> tuple[fl
     return wall, timers
 
 
-def breakdown(wall: float, timers: Timers, jobs: int, xargs_wall: float) -> str:
-    """The table of where the time goes in the profiled run."""
-    s, calls = timers.seconds, timers.calls
+def breakdown(profiles: dict[str, dict], jobs: int, xargs_wall: float) -> str:
+    """Where the time goes in each profiled run (one column pair per source tree)."""
     what = {label: text for _, _, label, text in STEPS}
     what.update({f"{label}{IN_WAIT}": text for label, text in what.items()})
-
-    def row(name: str, seconds: float, count: object = "", when: str = "serial") -> list[str]:
-        return [name, f"{seconds:.2f}", f"{seconds * 1000 / jobs:.2f}", str(count), when]
-
-    def step(label: str, when: str = "serial") -> list[str]:
-        return row(f"- {label}: {what[label]}", s[label], calls[label], when)
-
-    serial = wall - s[WAIT]
-    cleanup = s["batch"] - s["checkout"] - s[WAIT]
     in_loop = ["checkout", "state fold", "ledger scan", "gate", "agent", "scope check", "record"]
-    loop_rest = s["campaign"] - s["batch"] - sum(s[label] for label in in_loop if label != "checkout")
-    before = wall - s["campaign"] - s["report"] - s["status"]
-    rows = [
-        row("`ratchet run` (in process, timers on)", wall, "", ""),
-        row("xargs + bwrap, same jobs (median above)", xargs_wall, "", ""),
-        row("start-up: importing the CLI and the run command (scipy, numpy, pydantic, typer; in every "
-            "subprocess run, not in the in-process wall above)", s["imports"], 1),
-        row("**main thread outside the executor's wait** (no job runs meanwhile)", serial),
-        row("- opening the run: contract, git, agent, run directory, lock, bwrap probe, run.started", before),
-        step("bwrap probe"),
-        *[step(label) for label in in_loop],
-        row("- cleanup and submit (batch - checkouts - wait)", cleanup, calls["batch"]),
-        row("- the rest of the loop (blobs, progress, budget checks)", loop_rest),
-        step("report"),
-        step("status"),
-        row("**executor wait - xargs** (the wait's time over what xargs took for the same jobs)",
-            s[WAIT] - xargs_wall, calls[WAIT], "overlaps jobs"),
+    callbacks = ["record", "ledger append", "write + fsync", "index", "cache put", "read result"]
+    lines: list[tuple[str, str, Callable[[dict, float], float], str]] = [
+        ("`ratchet run` (in process, timers on)", "", lambda s, w: w, ""),
+        ("start-up: importing the CLI and the run command (scipy, numpy, pydantic, typer; in every "
+         "subprocess run, not in the in-process wall above)", "", lambda s, w: s["imports"], "serial"),
+        ("**main thread outside the executor's wait** (no job runs meanwhile)", "", lambda s, w: w - s[WAIT],
+         "serial"),
+        ("- opening the run: contract, git, agent, run directory, lock, bwrap probe, run.started", "",
+         lambda s, w: w - s["campaign"] - s["report"] - s["status"], "serial"),
+        *[(f"- {label}: {what[label]}", label, _get(label), "serial") for label in in_loop],
+        ("- cleanup and submit (batch - checkouts - wait)", "batch",
+         lambda s, w: s["batch"] - s["checkout"] - s[WAIT], "serial"),
+        ("- the rest of the loop (blobs, progress, budget checks)", "",
+         lambda s, w: s["campaign"] - s["batch"] - sum(s[k] for k in in_loop if k != "checkout"), "serial"),
+        *[(f"- {label}: {what[label]}", label, _get(label), "serial") for label in ("report", "status")],
+        ("**executor wait - xargs** (the wait's time over what xargs took for the same jobs)", WAIT,
+         lambda s, w: s[WAIT] - xargs_wall, "overlaps jobs"),
+        *[(f"- {label}: {what[label + IN_WAIT]}", label + IN_WAIT, _get(label + IN_WAIT),
+           "callback, overlaps jobs") for label in callbacks],
     ]
-    for label in ["record", "ledger append", "write + fsync", "index", "cache put", "read result"]:
-        rows.append(step(label + IN_WAIT, "callback, overlaps jobs"))
-    return table(["step", "seconds", "ms per job", "calls", "when"], rows, "lrrrl")
+    headers = ["step"]
+    for name in profiles:
+        headers += [f"{name}: s", f"{name}: ms per job"]
+    headers += ["calls", "when"]
+    rows = []
+    for text, count_label, value, when in lines:
+        row = [text]
+        for prof in profiles.values():
+            seconds = value(defaultdict(float, prof["seconds"]), prof["wall"])
+            row += [f"{seconds:.2f}", f"{seconds * 1000 / jobs:.2f}"]
+        last = list(profiles.values())[-1]
+        row += [str(last["calls"].get(count_label, "")) if count_label else "", when]
+        rows.append(row)
+    return table(headers, rows, "l" + "rr" * len(profiles) + "rl")
+
+
+def _get(label: str) -> Callable[[dict, float], float]:
+    return lambda s, w: s[label]
 
 
 # -- the whole benchmark ---------------------------------------------------------------------------
 
 
-def child(kind: str, attempts: int, units: int, sandbox: str) -> dict[str, float]:
-    """One measurement in this (fresh) process."""
+def child(kind: str, attempts: int, units: int, sandbox: str) -> dict:
+    """One measurement in this (fresh) process, on the source tree SRC."""
     with tempfile.TemporaryDirectory(prefix="ratchet-bench-kernel-") as tmp:
         root = Path(tmp)
         jobs = jobs_of(attempts, units)
@@ -323,9 +352,10 @@ def child(kind: str, attempts: int, units: int, sandbox: str) -> dict[str, float
         return {"wall": wall, "jobs": jobs, "seconds": dict(timers.seconds), "calls": dict(timers.calls)}
 
 
-def measure(kind: str, attempts: int, units: int, sandbox: str) -> dict:
+def measure(kind: str, attempts: int, units: int, sandbox: str, src: Path = SRC) -> dict:
+    """`child` in a fresh process importing Ratchet from `src`."""
     out = subprocess.run([str(PYTHON), __file__, "--child", kind, str(attempts), str(units), sandbox],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env={**os.environ, SRC_ENV: str(src)})
     if out.returncode != 0:
         raise SystemExit(f"{kind} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -336,6 +366,8 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=25, help="attempts (candidates) in the campaign")
     parser.add_argument("--units", type=int, default=20, help="units per trial (one look)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline-src", type=Path, help="also time Ratchet from this source tree (its src/), "
+                        "alternating with the others: a before/after on the same machine at the same time")
     parser.add_argument("--quick", action="store_true", help="3 attempts of 10 units, one repeat")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -347,43 +379,54 @@ def main() -> None:
     status = probe_bwrap()
     sandbox = "bwrap" if status.available else "none"
     jobs = jobs_of(attempts, units)
-    runs: dict[str, list[float]] = {"xargs": [], "ratchet": []}
+    sources = {"this source": SRC} if args.baseline_src is None else \
+        {"baseline": args.baseline_src.resolve() / "src", "this source": SRC}
+    runs: dict[str, list[float]] = {"xargs": [], **{name: [] for name in sources}}
     for _ in range(repeats):
-        for kind in runs:
-            m = measure(kind, attempts, units, sandbox)
+        for name in runs:
+            kind, src = ("xargs", SRC) if name == "xargs" else ("ratchet", sources[name])
+            m = measure(kind, attempts, units, sandbox, src)
             if m["jobs"] != jobs:
-                raise SystemExit(f"{kind} ran {m['jobs']} jobs, expected {jobs}")
-            runs[kind].append(m["wall"])
-    xargs, ratchet = statistics.median(runs["xargs"]), statistics.median(runs["ratchet"])
-    ratio = ratchet / xargs
-    overhead_ms = (ratchet - xargs) * PARALLEL / jobs * 1000
-    prof = measure("profile", attempts, units, sandbox)
-    timers = Timers()
-    timers.seconds.update(prof["seconds"])
-    timers.calls.update(prof["calls"])
+                raise SystemExit(f"{name} ran {m['jobs']} jobs, expected {jobs}")
+            runs[name].append(m["wall"])
+    profiles = {name: measure("profile", attempts, units, sandbox, src) for name, src in sources.items()}
+    save("kernel_overhead" + ("-quick" if args.quick else ""), "Kernel overhead: `ratchet run` against xargs",
+         render(attempts, units, repeats, sandbox, status.reason, runs, profiles))
+
+
+def render(attempts: int, units: int, repeats: int, sandbox: str, reason: str, runs: dict[str, list[float]],
+           profiles: dict[str, dict]) -> str:
+    """The markdown body: the target table, every run, where the time goes."""
+    jobs = jobs_of(attempts, units)
+    xargs = statistics.median(runs["xargs"])
     runner = f"xargs -P {PARALLEL} + {'bwrap' if sandbox == 'bwrap' else 'no sandbox'}"
-    body = (
+    rows = [[runner, str(jobs), f"{xargs:.2f}", "1.000", "-", "-"]]
+    for name, walls in runs.items():
+        if name == "xargs":
+            continue
+        wall = statistics.median(walls)
+        ratio = wall / xargs
+        rows.append([f"`ratchet run` ({name})", str(jobs), f"{wall:.2f}", f"**{ratio:.3f}**",
+                     f"{(wall - xargs) * PARALLEL / jobs * 1000:.1f}", "met" if ratio <= TARGET_RATIO else "MISSED"])
+    every = "; ".join(f"{name} " + ", ".join(f"{w:.2f}" for w in walls) for name, walls in runs.items())
+    return (
         f"A campaign of {attempts} attempts x {units} units x 2 variants + 1 preflight = **{jobs} jobs** of "
-        f"`sleep {JOB_S:g}` (then a metric from the seed), {PARALLEL} at a time, sandbox `{sandbox}` "
-        f"({status.reason}); `files` agent, one look per trial, no confirmation, cache on. "
-        f"Median of {repeats} runs each, alternating, each in a fresh process (interpreter start included). "
-        f"load average {os.getloadavg()[0]:.2f} at the end.\n\n"
+        f"`sleep {JOB_S:g}` (then a metric from the seed), {PARALLEL} at a time, sandbox `{sandbox}` ({reason}); "
+        "`files` agent, one look per trial, no confirmation, cache on. "
+        f"Median of {repeats} runs each, the runners alternating, each run in a fresh process (interpreter "
+        f"start included); load average {os.getloadavg()[0]:.2f} at the end.\n\n"
         f"*Overhead per job*: (ratchet - xargs) x {PARALLEL} / jobs, the time each slot loses per job.\n\n"
         f"## Target: `ratchet run` <= {TARGET_RATIO}x {runner} for {JOB_S * 1000:.0f} ms jobs\n\n"
-        + table(["jobs", f"{runner} s", "ratchet run s", "ratio", "overhead per job ms", "target"],
-                [[str(jobs), f"{xargs:.2f}", f"{ratchet:.2f}", f"**{ratio:.3f}**", f"{overhead_ms:.1f}",
-                  "met" if ratio <= TARGET_RATIO else "MISSED"]], "rrrrrl")
-        + "\nEvery run (seconds): xargs " + ", ".join(f"{w:.2f}" for w in runs["xargs"])
-        + "; ratchet " + ", ".join(f"{w:.2f}" for w in runs["ratchet"]) + ".\n"
-        + "\n## Where the time goes (one more run, in process, with timers)\n\n"
+        + table(["runner", "jobs", "wall s", "ratio to xargs", "overhead per job ms", "target"], rows, "lrrrrl")
+        + f"\nEvery run (seconds): {every}.\n"
+        + "\n## Where the time goes (one more run of each source, in process, with timers)\n\n"
         "Wall seconds on the kernel's main thread, summed over calls. The main thread prepares each "
         "batch (checkouts), then waits for it while the jobs run; ledger events, index rows and cache "
         "writes are made in the executor's callbacks during that wait, so they overlap the jobs and "
         "cost wall time only when they keep the next job from starting. Rows marked `serial` are wall "
         "time no job runs in.\n\n"
-        + breakdown(prof["wall"], timers, jobs, xargs)
+        + breakdown(profiles, jobs, xargs)
     )
-    save("kernel_overhead" + ("-quick" if args.quick else ""), "Kernel overhead: `ratchet run` against xargs", body)
 
 
 if __name__ == "__main__":

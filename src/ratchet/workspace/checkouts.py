@@ -48,7 +48,8 @@ class CheckoutPool:
             raise GitError("git.dest_not_empty", f"{dest} exists and is not empty", hint="use a fresh directory")
         if dest.exists():
             dest.rmdir()
-        shutil.copytree(self._template(tree), dest, symlinks=True)
+        # shutil.copy: content and mode, fresh timestamps (as a file written by materialize_tree has)
+        shutil.copytree(self._template(tree), dest, symlinks=True, copy_function=shutil.copy)
 
     def _template(self, tree: str) -> Path:
         template = self._templates.get(tree)
