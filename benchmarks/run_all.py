@@ -26,6 +26,7 @@ SCRIPTS = {
     "mixed_campaign": "a mixed campaign: FDR and the final champion's true gain (§3)",
     "executor_overhead": "LocalExecutor against xargs -P 2, with and without bwrap (§4a)",
     "ledger_costs": "ledger append, replay and `ratchet status` on 100,000 events (§4b-d)",
+    "kernel_overhead": "`ratchet run` of ~1,000 50 ms jobs against xargs -P 2 + bwrap (§4e)",
     "digits_example": "the bundled digits campaign, run once (§5)",
 }
 
