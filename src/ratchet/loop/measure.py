@@ -115,8 +115,8 @@ class Runner:
         try:
             with CheckoutPool(self.git, self.work_dir, self.target.exclude) as pool:
                 specs = [self.target.spec(task, self._checkout(pool, task)) for task in todo]
-            batch = self.executor.submit(specs, on_submit, on_result)
-            results = self.executor.wait(batch)
+                batch = self.executor.submit(specs, on_submit, on_result)
+            results = self.executor.wait(batch)  # the templates were removed while the first jobs ran
         finally:
             for checkout in checkouts:
                 shutil.rmtree(checkout, ignore_errors=True)
