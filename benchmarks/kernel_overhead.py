@@ -390,8 +390,10 @@ def main() -> None:
                 raise SystemExit(f"{name} ran {m['jobs']} jobs, expected {jobs}")
             runs[name].append(m["wall"])
     profiles = {name: measure("profile", attempts, units, sandbox, src) for name, src in sources.items()}
+    body = render(attempts, units, repeats, sandbox, status.reason, runs, profiles)
+    where = ", ".join(f"{name}: `{src}`" for name, src in sources.items())
     save("kernel_overhead" + ("-quick" if args.quick else ""), "Kernel overhead: `ratchet run` against xargs",
-         render(attempts, units, repeats, sandbox, status.reason, runs, profiles))
+         f"Sources ({where}).\n\n{body}")
 
 
 def render(attempts: int, units: int, repeats: int, sandbox: str, reason: str, runs: dict[str, list[float]],
