@@ -5,7 +5,8 @@ benchmarks/results/run_all.md: what ran, how long each took, the total. `make be
 
 --quick: a smoke test of every script (fewer simulations, events, jobs; digits with 2 attempts);
 its results go to results/*-quick.md (git-ignored) and leave the full results alone. A full run
-takes about 6 minutes on 2 cores, 2.5-4 of them the digits campaign (its max_wall is 2 minutes).
+takes about 11 minutes on 2 cores: 2.5-4 of them the digits campaign (its max_wall is 2 minutes),
+about 5 the kernel overhead (3 x 1,001 jobs each way).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SCRIPTS = {
     "mixed_campaign": "a mixed campaign: FDR and the final champion's true gain (§3)",
     "executor_overhead": "LocalExecutor against xargs -P 2, with and without bwrap (§4a)",
     "ledger_costs": "ledger append, replay and `ratchet status` on 100,000 events (§4b-d)",
+    "kernel_overhead": "`ratchet run` of ~1,000 50 ms jobs against xargs -P 2 + bwrap (§4e)",
     "digits_example": "the bundled digits campaign, run once (§5)",
     "verify_costs": "`ratchet verify` on a 100,000-event run (docs/verify.md)",
 }

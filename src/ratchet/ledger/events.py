@@ -147,6 +147,11 @@ class EventLog:
         """Every event of the log, oldest first."""
         return tuple(self._events)
 
+    def events_after(self, seq: int) -> tuple[Event, ...]:
+        """The events after `seq` (all of them for -1), oldest first: a copy of only those, for a
+        reader that keeps up with a growing log."""
+        return tuple(self._events[max(seq + 1, 0):])
+
     @property
     def last_seq(self) -> int:
         """The seq of the last event; -1 when the log is empty."""

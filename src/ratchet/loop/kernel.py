@@ -12,6 +12,7 @@ import secrets
 import shutil
 import signal
 import sys
+import threading
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -82,6 +83,10 @@ class Kernel:
     crash_at: tuple[str, str, int] | None = None
     signer: Signer | None = None
     _old_handlers: dict[int, Any] = field(default_factory=dict, repr=False)
+    _folded: tuple[int, RunState] | None = field(default=None, repr=False)
+    _by_kind: dict[str, list[Event]] = field(default_factory=dict, repr=False)
+    _indexed: int = field(default=0, repr=False)
+    _scan_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def contract(self) -> Contract:
@@ -114,11 +119,21 @@ class Kernel:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def find(self, kind: str, **key: Any) -> Event | None:
-        """The last recorded event of `kind` whose data matches every `key` (None: none)."""
-        for event in reversed(self.log.events):
-            if event.kind == kind and all(event.data.get(k) == v for k, v in key.items()):
+        """The last recorded event of `kind` whose data matches every `key` (None: none). Scans
+        only the events of that kind (kept per kind as the ledger grows)."""
+        for event in reversed(self._events_of(kind)):
+            if all(event.data.get(k) == v for k, v in key.items()):
                 return event
         return None
+
+    def _events_of(self, kind: str) -> list[Event]:
+        """The ledger's events of `kind`, oldest first: the per-kind lists are brought up to date
+        with the events appended since the last call (the ledger only grows)."""
+        with self._scan_lock:
+            for event in self.log.events_after(self._indexed - 1):
+                self._by_kind.setdefault(event.kind, []).append(event)
+                self._indexed = event.seq + 1
+            return self._by_kind.get(kind, [])
 
     def once(self, kind: str, data: Mapping[str, Any], *keys: str) -> Event:
         """Record `kind` unless an event of that kind with the same `keys` values exists (a resume
@@ -126,8 +141,12 @@ class Kernel:
         return self.find(kind, **{k: data[k] for k in keys}) or self.record(kind, data)
 
     def state(self) -> RunState:
-        """The run's state folded from its ledger."""
-        return fold(self.log.events)
+        """The run's state folded from its ledger; folded again only when an event was appended
+        since the last call (the ledger only grows, and `fold` is pure)."""
+        seq = self.log.last_seq
+        if self._folded is None or self._folded[0] != seq:
+            self._folded = (seq, fold(self.log.events))
+        return self._folded[1]
 
     def runner(self, target: Jobs, progress: Progress | None = None) -> Runner:
         """The runner of `target`'s jobs for this run, reusing every job already finished in the

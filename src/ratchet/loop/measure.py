@@ -6,6 +6,7 @@ A task already finished in the ledger is reused, never re-run (resume); a cached
 recorded as a `job.finished` charged 0 units; every other task is submitted, recorded as
 `job.started` with its external id (a pid, a scheduler's job id) and `job.finished` when it ends.
 Checkouts live under `<work_dir>/<job_id>/` and are removed when the job ends, whatever happened.
+A batch reads each of its trees from git once and copies it per job (`workspace.checkouts`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ratchet.compute.base import Executor, JobResult
 from ratchet.compute.cache import MeasurementCache
 from ratchet.core.plan import PlannedJob
 from ratchet.targets.base import Jobs, Task, TaskOutcome, UnitResult
+from ratchet.workspace.checkouts import CheckoutPool
 from ratchet.workspace.git import Git
 
 Record = Callable[[str, Mapping[str, Any]], None]
@@ -105,6 +107,7 @@ class Runner:
             task = by_id[result.job_id]
             if self.after is not None:
                 self.after(task, self.work_dir / task.job_id)
+            shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # while the other jobs run
             outcome = self.target.read(task, result)
             self._finished(outcome, attempt, stage)
             self._store(task, outcome)
@@ -120,20 +123,21 @@ class Runner:
         checkouts = [self.work_dir / task.job_id for task in todo]
         try:
             if todo:
-                specs = [self.target.spec(task, self._checkout(task)) for task in todo]
-                results += self.executor.wait(self.executor.submit(specs, on_submit, on_result))
+                with CheckoutPool(self.git, self.work_dir, self.target.exclude) as pool:
+                    specs = [self.target.spec(task, self._checkout(pool, task)) for task in todo]
+                    batch = self.executor.submit(specs, on_submit, on_result)
+                results += self.executor.wait(batch)  # the templates were removed while the first jobs ran
         finally:
             for checkout in checkouts:
                 shutil.rmtree(checkout, ignore_errors=True)
         if any(r.state == "cancelled" for r in results):
             raise Interrupted("jobs were cancelled")
 
-    def _checkout(self, task: Task) -> Path:
+    def _checkout(self, pool: CheckoutPool, task: Task) -> Path:
         checkout = self.work_dir / task.job_id
         if checkout.exists():  # a partial checkout of a killed kernel: start from scratch
             shutil.rmtree(checkout)
-        checkout.parent.mkdir(parents=True, exist_ok=True)
-        self.git.materialize_tree(task.tree, checkout, exclude=self.target.exclude)
+        pool.checkout(task.tree, checkout)
         return checkout
 
     def _finished(self, outcome: TaskOutcome, attempt: int, stage: str) -> None:
