@@ -236,7 +236,7 @@ class TrialJudged(Payload):
     bound: float | None = None
     interval_kind: str | None = None
     test: str | None = None
-    signature: str | None = None
+    signature: dict[str, Json] | None = None
 
 
 class ChampionPromoted(Payload):
@@ -250,7 +250,7 @@ class ChampionPromoted(Payload):
     mean: float | None
     lcb: float | None
     branch: str
-    signature: str | None = None
+    signature: dict[str, Json] | None = None
 
 
 class RunStopped(Payload):
@@ -260,7 +260,7 @@ class RunStopped(Payload):
     stop_reason: StopReason
     budget: str | None
     detail: str | None
-    signature: str | None = None
+    signature: dict[str, Json] | None = None
     calibration: dict[str, Json] | None = None
 
 
