@@ -2,15 +2,29 @@
 
 Exit codes (DESIGN.md §9): 0 ok, 1 internal error, 2 bad input (contract, arguments, data,
 unsupported setting), 3 a check failed (`verify`), 130 interrupted.
+Every code with its exit code and meaning: `ratchet.core.error_codes.ERROR_CODES` (docs/errors.md).
 """
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_BAD_INPUT = 2
-EXIT_CHECK_FAILED = 3
-EXIT_INTERRUPTED = 130
+from collections.abc import Mapping
+from typing import Final, Literal
+
+EXIT_OK: Final = 0
+EXIT_INTERNAL: Final = 1
+EXIT_BAD_INPUT: Final = 2
+EXIT_CHECK_FAILED: Final = 3
+EXIT_INTERRUPTED: Final = 130
+
+ExitCode = Literal[0, 1, 2, 3, 130]
+EXIT_CODES: Mapping[int, str] = {
+    EXIT_OK: "ok",
+    EXIT_INTERNAL: "internal error: a failure Ratchet did not expect (the traceback with --debug)",
+    EXIT_BAD_INPUT: "bad input: the contract, the arguments, the data or the run directory; or an unsupported setting",
+    EXIT_CHECK_FAILED: "a check failed (`ratchet verify`)",
+    EXIT_INTERRUPTED: "interrupted: Ctrl-C or SIGTERM; jobs were killed and the run can be resumed",
+}
+"""The process exit codes, each with its meaning (docs/errors.md lists them)."""
 
 
 class RatchetError(Exception):
