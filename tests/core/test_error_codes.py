@@ -294,7 +294,7 @@ def test_the_walk_sees_a_code_comparison():
 
 
 def test_lookup_prefers_a_code_of_its_own_then_its_family_and_refuses_the_rest():
-    assert lookup("unsupported.backend") is ERROR_CODES["unsupported.backend"]
+    assert lookup("unsupported.compare_examples") is ERROR_CODES["unsupported.compare_examples"]
     assert lookup("unsupported.gpus") is ERROR_CODES["unsupported.<setting>"]
     assert lookup("unsupported.a.b") is None
     assert lookup("contract.unknown_keyx") is None

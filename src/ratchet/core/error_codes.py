@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ratchet.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, ExitCode
+from ratchet.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, ExitCode
 
 CODE_SHAPE = re.compile(r"^[a-z][a-z_]*(\.([a-z][a-z0-9_]*|<[a-z_]+>))*$")
 """How a code is spelled: lowercase dotted words (`ledger.torn`); a family's last parts may be a
@@ -43,6 +43,35 @@ _REPORT = "a bug in Ratchet: report it with the message"
 """The way out of a code only a bug in Ratchet (or in code calling its API) can reach."""
 
 ERROR_CODES: Mapping[str, ErrorCode] = {
+    "attempt.not_found": _bad_input('the run has no attempt with that number: `ratchet status RUN` lists its attempts'),
+    "calibrate.too_few_seeds": _bad_input('fewer than 2 seeds were measured twice: the benchmark failed on the others'
+                                          ' (the message names the first failed job)'),
+    "calibrate.no_val": _bad_input('the examples target has no val split to calibrate on: give target.split a val '
+                                   'share'),
+    "calibrate.bad_effect": _bad_input('--effect must be a positive number (a pass rate in (0, 1] for examples)'),
+    "calibrate.bad_seeds": _bad_input('--seeds must be between 2 and 1000'),
+    "verify.no_contract": _bad_input('the run directory holds no readable contract.toml: the run cannot be verified'),
+    "verify.no_salt": _bad_input("run.started records no salt: the run's plans cannot be re-compiled"),
+    "examples.bad_fingerprint": _bad_input("a recorded examples fingerprint blob is malformed: the run's split cannot"
+                                           " be rebuilt"),
+    "compute.gpus_too_few": _bad_input("GPU jobs ask for more devices than compute.gpus declares: list this machine's"
+                                       " GPUs or lower compute.gpus_per_job"),
+    "compute.gpus_duplicate": _bad_input('compute.gpus names a device twice: list each device once'),
+    "compute.gpus_held": _bad_input(f"a GPU device was handed out twice: {_REPORT}"),
+    "budget.gpu_reserved_twice": _bad_input(f"a job's GPU-hours were reserved twice: {_REPORT}"),
+    "budget.max_gpu_hours": _bad_input("a GPU job's worst case does not fit in budget.max_gpu_hours: raise the budget"
+                                       " or lower the jobs' timeouts"),
+    "slurm.<call>": _bad_input('a Slurm command (sbatch, scontrol, squeue, scancel...) failed or did not run: check '
+                               '`sinfo` and [compute.slurm]'),
+    "gate.bad_history": _bad_input(f"an attempt's level history holds an unknown outcome: {_REPORT}"),
+    "keys.unreadable": _bad_input("the project's signing key under .ratchet/keys/ cannot be read: fix its permissions"
+                                  " or remove it to make a new one"),
+    "keys.bad_public_key": _bad_input('the public key given to `ratchet verify --key` is not an Ed25519 public key: '
+                                      'pass the .pub file of the project'),
+    "git.bad_ref": _bad_input(f"a git ref name Ratchet built is not valid: {_REPORT}"),
+    "slurm.sbatch": _bad_input("sbatch refused the job array: check `sinfo`, the partition and [compute.slurm]"),
+    "verify.failed": ErrorCode(EXIT_CHECK_FAILED, "a check of `ratchet verify` failed: the findings name each (code, "
+                                                  "event seq, what differed)"),
     # The CLI's own codes (cli.py): no RatchetError carries them except `interrupted`.
     "usage": _bad_input("the command line is wrong (unknown option, missing argument): see `ratchet COMMAND --help`"),
     "interrupted": ErrorCode(EXIT_INTERRUPTED, "Ctrl-C or SIGTERM stopped the command and killed its jobs: "
@@ -222,6 +251,7 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "run.interrupted_exists": _bad_input("an interrupted run of this project can be resumed: resume it, or "
                                          "`ratchet abandon` it, before starting another"),
     "run.is_compare": _bad_input("the run is a `ratchet compare`, which does not resume: run the comparison again"),
+    "run.is_calibrate": _bad_input("the run is a `ratchet calibrate`, which does not resume: run it again"),
     "run.not_found": _bad_input("no run with that id, or no run at all, in the project: `ratchet status` lists "
                                 "the runs"),
     "run.not_started": _bad_input("the run stopped before run.started was recorded and measured nothing: start a "
@@ -238,7 +268,6 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     # unsupported.*: what the schema knows but this build cannot run (core/unsupported.py, cli.py)
     "unsupported.<setting>": _bad_input("a family: the suffix names a setting or command this build cannot run yet "
                                         "(e.g. agent_kind, gpus, verify); the hint says what runs"),
-    "unsupported.backend": _bad_input('compute.backend names a backend this build cannot run: use "local"'),
     "unsupported.compare_examples": _bad_input("`ratchet compare` of an examples target is not built: run a "
                                                "campaign with the files agent"),
     # workspace.*: the command agent's workspace

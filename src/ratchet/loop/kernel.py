@@ -266,7 +266,8 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
         state = fold(log.events)
         mode = log.events[0].data.get("mode")
         if mode in ONE_SHOT_MODES:
-            raise DataError(f"run.is_{mode}", f"run {run_id} is a `ratchet {mode}`, not a campaign: nothing to resume",
+            code = "run.is_compare" if mode == "compare" else "run.is_calibrate"
+            raise DataError(code, f"run {run_id} is a `ratchet {mode}`, not a campaign: nothing to resume",
                             hint=f"run `ratchet {mode}` again")
         if state.state == "stopped":
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
