@@ -105,7 +105,7 @@ def test_an_examples_verdict_says_how_many_examples_crashed(tmp_path: Path):
 
 def test_a_run_whose_trials_can_never_accept_warns_at_start_records_it_and_the_report_repeats_it(
         bench_repo: Path):
-    set_contract(bench_repo, append="[gate]\nunits = [4]\n[budget]\nmax_attempts = 2\n")
+    set_contract(bench_repo, append="[gate]\nunits = [4]\nconfirm = false\n[budget]\nmax_attempts = 2\n")
     code, out, err = ratchet("run", str(bench_repo))
     assert code == 0, err
     started = next(e for e in events(bench_repo, out["result"]["run_id"]) if e["kind"] == "run.started")

@@ -39,9 +39,15 @@ REASON_INDENT = "    "
 
 def _judged_line(attempt: int, stage: str, d: Mapping[str, Any]) -> str:
     who = "holdout" if stage == "holdout" else f"attempt {attempt} {stage}"
-    return (f"{who}: {d['verdict']} ({d['reason']}) estimate {fmt_num(d.get('estimate'))} "
-            f"{fmt_interval(d.get('interval'))} p {fmt_p(d.get('p_value'))} level {fmt_p(d.get('level'))} "
-            f"units {d.get('units')}")
+    kind = P_KIND_LABELS.get(d.get("p_value_kind") or "", "")
+    bound = f" bound {fmt_num(d['bound'])}" if d.get("bound") is not None else ""
+    return (f"{who}: {d['verdict']} ({d['reason']}) estimate {fmt_num(d.get('estimate'))}{bound} "
+            f"(95% {fmt_interval(d.get('interval'))}, descriptive) p {fmt_p(d.get('p_value'))}{kind} "
+            f"level {fmt_p(d.get('level'))} units {d.get('units')}")
+
+
+P_KIND_LABELS = {"exact": " (exact)", "bound": " (bound)", "monte_carlo": " (Monte Carlo)"}
+"""How each p-value was computed, said next to it (core.vocab.PValueKind)."""
 
 
 RESTATED_REASONS = ("futility", "not_significant")

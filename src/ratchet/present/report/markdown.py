@@ -40,7 +40,7 @@ def render_report(
         lines += _splits(splits)
     lines += _history(promotions)
     lines += _attempts(status["attempts"])
-    lines += _gate(gate, target)
+    lines += _gate(gate, target, val_trials)
     lines += _budget(status["budget"])
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
@@ -110,9 +110,9 @@ def _splits(splits: Mapping[str, Any]) -> list[str]:
     return out + [text.TEST_ONCE, ""]
 
 
-def _gate(gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+def _gate(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | None = None) -> list[str]:
     out = ["## The gate", "", text.gate_settings(gate), ""]
-    for paragraph in text.guarantee(gate, target):
+    for paragraph in text.guarantee(gate, target, val_trials):
         out += [paragraph, ""]
     return out
 

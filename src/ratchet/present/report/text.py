@@ -60,7 +60,7 @@ def gate_settings(gate: Mapping[str, Any]) -> str:
     )
 
 
-def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | None = None) -> list[str]:
     """What the gate guarantees, as paragraphs: the multiplicity rule, then the within-trial rule
     (looks, confirmation) for benchmarks or the reuse of val for examples."""
     if gate["multiplicity"] == "campaign":
@@ -84,9 +84,12 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
 
     rule += f" The test: {test_guarantee(test)}"
     if target.get("kind") == "examples":
+        made = (f"this run made {val_trials} val trial{'' if val_trials == 1 else 's'} (candidates measured on "
+                "val), every one" if val_trials is not None else "every trial measures")
         return [rule, (
-            "Examples: every trial measures on the same val split (exact McNemar on the discordant "
-            "examples); the campaign rule above is what controls the reuse of val across trials. "
+            f"Examples: {made} on the same val split (exact McNemar on the discordant "
+            "examples); the campaign rule above is what controls the reuse of val across trials, and agents "
+            "learn from each verdict, so val estimates are optimistic. "
             "gate.confirm does not apply (there are no fresh units), so promoted estimates are those of "
             "the selecting trial, which are biased upward; the test split, measured once at the end, is "
             "the honest number."
