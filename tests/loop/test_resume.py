@@ -432,7 +432,9 @@ def _ts(text: str):
 
 CHAINS = {
     "attempt-1": (
-        "before:job.finished:11",  # between a job's end (result.json written) and its job.finished
+        # job.finished: 1 the preflight, 2-9 attempt 1's trial (4 units), 10-25 its confirmation (8
+        # fresh units), 26-49 attempt 2, 50-57 attempt 3's trial, 58-73 the holdout.
+        "before:job.finished:5",  # between a job's end (result.json written) and its job.finished
         "before:trial.judged:1",  # attempt 1's trial jobs all measured, the verdict not recorded
         "after:trial.judged:1",  # attempt 1 accepted by its trial, the confirmation not planned
         "before:champion.promoted:1",  # the champion branch created, the promotion not recorded
@@ -441,7 +443,7 @@ CHAINS = {
     "attempt-2-to-stop": (
         "before:champion.promoted:2",  # the champion branch moved, the promotion not recorded
         "after:attempt.submitted:3",  # attempt 3 submitted, its trial not planned
-        "before:job.finished:70",  # attempt 3's trial jobs: a job ended, its event not written
+        "before:job.finished:53",  # attempt 3's trial jobs: a job ended, its event not written
         "after:trial.planned:6",  # the holdout planned, none of its jobs started
         "before:run.stopped:1",  # the holdout judged, the stop not recorded
     ),
