@@ -85,3 +85,36 @@ def make_bench_repo(root: Path, files: dict[str, str] | None = None, x: float = 
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "baseline")
     return root
+
+
+EXAMPLES_CONTRACT = """\
+[campaign]
+name = "words"
+seed = 3
+
+[target]
+kind = "examples"
+examples = "data/examples.jsonl"
+solution = "solution.py"
+split = [0.4, 0.3, 0.3]
+timeout_s = 10
+
+[[target.checks]]
+type = "exact_match"
+
+[scope]
+allowed = ["solution.py"]
+
+[agent]
+kind = "files"
+[agent.files]
+path = "candidates/"
+
+[gate]
+units = [10, 27]
+
+[budget]
+max_attempts = 3
+"""
+"""An examples contract (words to upper-case, the files agent, val looks 10 and 27), shared by the
+examples campaign and verify tests."""

@@ -10,42 +10,14 @@ from typing import Any
 
 import pytest
 from helpers import ratchet
-from repo_fixture import git, make_bench_repo
+from repo_fixture import EXAMPLES_CONTRACT, git, make_bench_repo
 from test_verify import codes, rechain, run_dir, verify
 
 from ratchet.core.canonical import canonical_bytes, digest_bytes
 
 pytestmark = pytest.mark.slow
 
-CONTRACT = """\
-[campaign]
-name = "words"
-seed = 3
-
-[target]
-kind = "examples"
-examples = "data/examples.jsonl"
-solution = "solution.py"
-split = [0.4, 0.3, 0.3]
-timeout_s = 10
-
-[[target.checks]]
-type = "exact_match"
-
-[scope]
-allowed = ["solution.py"]
-
-[agent]
-kind = "files"
-[agent.files]
-path = "candidates/"
-
-[gate]
-units = [10, 27]
-
-[budget]
-max_attempts = 3
-"""
+CONTRACT = EXAMPLES_CONTRACT
 
 
 def make_examples_repo(root: Path) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ratchet
-from repo_fixture import git
+from repo_fixture import EXAMPLES_CONTRACT, git
 
 from ratchet.agents.base import AgentContext, Launch, LaunchJob, LaunchResult, Submit
 from ratchet.commands.run import load_examples_data, open_project
@@ -24,35 +24,7 @@ from ratchet.targets.factory import make_target
 
 WORDS = [f"word{i:03d} alpha" for i in range(90)]
 
-CONTRACT = """\
-[campaign]
-name = "words"
-seed = 3
-
-[target]
-kind = "examples"
-examples = "data/examples.jsonl"
-solution = "solution.py"
-split = [0.4, 0.3, 0.3]
-timeout_s = 10
-
-[[target.checks]]
-type = "exact_match"
-
-[scope]
-allowed = ["solution.py"]
-
-[agent]
-kind = "files"
-[agent.files]
-path = "candidates/"
-
-[gate]
-units = [10, 27]
-
-[budget]
-max_attempts = 3
-"""
+CONTRACT = EXAMPLES_CONTRACT
 
 BASELINE = "import sys\nprint(sys.stdin.read())\n"
 UPPER = "import sys\nprint(sys.stdin.read().upper())\n"

@@ -65,6 +65,9 @@ def pending_launches() -> list[str]:
 
 
 def cmd_launch(args: argparse.Namespace) -> None:
+    """`ratchet-sys launch`: check the request against the channel's limits (exit 2 with the reason
+    when it breaks one; arrays and minutes are clamped) and queue it as `requests/<n>-<name>.json`.
+    The kernel re-validates every request: these checks only give the agent fast feedback."""
     command = " ".join(args.command).strip()
     if args.command and args.command[0] == "--":
         command = " ".join(args.command[1:]).strip()
@@ -81,19 +84,21 @@ def cmd_launch(args: argparse.Namespace) -> None:
         fail(f"--why: at most {MAX_WHY_CHARS} characters")
     if not 0 < args.minutes:
         fail("--minutes must be > 0")
-    if len(pending_launches()) >= MAX_LAUNCHES_PER_SLEEP:
+    queued = len(pending_launches())
+    if queued >= MAX_LAUNCHES_PER_SLEEP:
         fail(f"at most {MAX_LAUNCHES_PER_SLEEP} launches per sleep: sleep first")
     array = max(1, min(args.array, MAX_ARRAY))
     payload = {"kind": "launch", "name": args.name, "command": command,
                "minutes": min(float(args.minutes), MAX_LAUNCH_MINUTES), "artifacts": args.artifact,
                "array": array, "concurrency": max(1, min(args.concurrency or array, array)), "why": args.why}
-    seq = len(pending_launches()) + 1
-    write_request(os.path.join(REQUESTS, f"{seq:04d}-{args.name}.json"), payload)
+    write_request(os.path.join(REQUESTS, f"{queued + 1:04d}-{args.name}.json"), payload)
     print(f"queued launch {args.name} ({array} job(s), {payload['minutes']:g} min each). "
           "Launch more, or run `ratchet-sys sleep` and end your session to run them.")
 
 
 def cmd_sleep(args: argparse.Namespace) -> None:
+    """`ratchet-sys sleep`: write `sleep.json` (the note, at most MAX_NOTE_CHARS characters); the
+    agent then ends its session and the kernel runs the queued launches."""
     if len(args.note) > MAX_NOTE_CHARS:
         fail(f"--note: at most {MAX_NOTE_CHARS} characters")
     write_request(os.path.join(CHANNEL, "sleep.json"), {"kind": "sleep", "note": args.note})
@@ -102,6 +107,8 @@ def cmd_sleep(args: argparse.Namespace) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> None:
+    """`ratchet-sys submit`: write `submit.json` with the report (required, at most
+    MAX_REPORT_CHARS characters, from --report or --report-file) and a one-line summary."""
     report = args.report
     if args.report_file:
         with open(args.report_file, encoding="utf-8") as f:
@@ -118,6 +125,7 @@ def cmd_submit(args: argparse.Namespace) -> None:
 
 
 def show_state(name: str) -> None:
+    """Print `state/<name>.json`, which the kernel refreshes at each wake (queue, history, budget)."""
     try:
         with open(os.path.join(STATE, f"{name}.json"), encoding="utf-8") as f:
             print(json.dumps(json.load(f), indent=2))
@@ -126,6 +134,7 @@ def show_state(name: str) -> None:
 
 
 def cmd_queue(args: argparse.Namespace) -> None:
+    """`ratchet-sys queue`: the launches waiting for the next sleep, then those of this attempt."""
     print("launches queued for the next sleep:")
     for name in pending_launches():
         print(f"  {name}")
@@ -134,6 +143,7 @@ def cmd_queue(args: argparse.Namespace) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The `ratchet-sys` command line: launch, sleep, submit, queue, history, budget."""
     top = argparse.ArgumentParser(prog="ratchet-sys", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="cmd", required=True)
@@ -169,6 +179,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run one `ratchet-sys` command (`argv`: its arguments; default sys.argv[1:])."""
     args = parser().parse_args(argv)
     args.func(args)
 
