@@ -170,16 +170,17 @@ class LedgerEvidence:
         self.link = link
 
     def champion(self, ctx: Any) -> Any:
-        """The champion's last measured mean and its gain's interval, or None before any trial."""
+        """The champion's mean as last measured (RunState.champion_mean: the preflight's, then each
+        trial's champion side, then the promoted candidate's) and the units of the last trial that
+        measured it, or None when it was never measured."""
         from ratchet.agents.llm.evidence import ChampionFigures
 
         k = self.link._k()
-        judged = [e.data for e in k.log.events if e.kind == "trial.judged" and e.data.get("stage") == "trial"
-                  and e.data.get("champion_mean") is not None]
-        if not judged:
+        mean = k.state().champion_mean
+        if mean is None:
             return None
-        last = judged[-1]
-        return ChampionFigures(last["champion_mean"], None, None, int(last.get("units") or 0))
+        judged = [e.data for e in k.events_of("trial.judged") if e.data.get("stage") == "trial"]
+        return ChampionFigures(mean, None, None, int(judged[-1].get("units") or 0) if judged else 0)
 
     def attempts(self, ctx: Any) -> list[Any]:
         """One summary per judged attempt, oldest first."""

@@ -193,8 +193,7 @@ class Campaign:
         """The legs of one attempt: start (or resume), then each Launch run and woken, until a
         Submit or a GiveUp. More than MAX_LAUNCHES_PER_ATTEMPT launches end the attempt, not the
         campaign; a launch whose worst case does not fit the budget runs no job."""
-        launched = [e.data for e in self.k.log.events
-                    if e.kind == "agent.launched" and e.data.get("attempt") == ctx.attempt]
+        launched = [e.data for e in self.k.events_of("agent.launched") if e.data.get("attempt") == ctx.attempt]
         action = self._resumed(ctx, launched) or self.agent.start(ctx)
         number = len(launched)  # a resumed or restarted attempt goes on numbering its launches
         while isinstance(action, Launch):
@@ -217,7 +216,7 @@ class Campaign:
         (`resume`) and whose last leg launched gets that launch replayed (finished jobs reused) and
         is woken once; None otherwise (the attempt starts again, launch numbers continuing)."""
         resume = getattr(self.agent, "resume", None)
-        legs = [e.data for e in self.k.log.events if e.kind == "agent.leg" and e.data.get("attempt") == ctx.attempt]
+        legs = [e.data for e in self.k.events_of("agent.leg") if e.data.get("attempt") == ctx.attempt]
         if resume is None or not legs or not launched or not resume(ctx, legs, self.k.blobs.get_bytes):
             return None
         last = launched[-1]

@@ -121,14 +121,15 @@ class Kernel:
     def find(self, kind: str, **key: Any) -> Event | None:
         """The last recorded event of `kind` whose data matches every `key` (None: none). Scans
         only the events of that kind (kept per kind as the ledger grows)."""
-        for event in reversed(self._events_of(kind)):
+        for event in reversed(self.events_of(kind)):
             if all(event.data.get(k) == v for k, v in key.items()):
                 return event
         return None
 
-    def _events_of(self, kind: str) -> list[Event]:
+    def events_of(self, kind: str) -> list[Event]:
         """The ledger's events of `kind`, oldest first: the per-kind lists are brought up to date
-        with the events appended since the last call (the ledger only grows)."""
+        with the events appended since the last call (the ledger only grows). Read-only: the list is
+        the kernel's own."""
         with self._scan_lock:
             for event in self.log.events_after(self._indexed - 1):
                 self._by_kind.setdefault(event.kind, []).append(event)
