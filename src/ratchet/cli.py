@@ -266,8 +266,7 @@ def report(
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Re-render a run's report.md (and its plots), or with --html its report.html, from its ledger; or
-    show one attempt."""
+    """Re-render a run's report.md and plots (--html: report.html), or show one attempt (--attempt)."""
     from ratchet.commands.runs import find_run, write_html_report, write_report
 
     if attempt is not None:

@@ -53,7 +53,14 @@ sampler = "tpe"          # tpe | random
 # output_usd_per_mtok = 0.0
 # [agent.llm.prompts]     # files replacing the built-in prompts: system, repository, examples, strategy
 # system = "prompts/system.md"
-# kind = "command" (an external coding-agent CLI) is not built yet
+# kind = "command": an external coding-agent CLI through the channel (docs/agents-command.md)
+# [agent.command]
+# command = "my-agent --prompt-file {{prompt}}"   # {{prompt}} {{prompt_text}} {{workspace}} {{channel}}
+# wake_command = "my-agent --resume {{session}} --prompt-file {{prompt}}"   # unset: each wake starts afresh
+# pass_env = []            # names of variables the CLI needs (its model's credentials)
+# network = false
+# timeout_s = 3600.0       # seconds per leg
+# brief = "BRIEF.md"       # the task, in your words
 
 [gate]
 alpha = 0.05             # the campaign's type-I error budget
