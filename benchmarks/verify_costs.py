@@ -150,13 +150,13 @@ def plan_level(b: Builder, plan: Any) -> float:
 
 def build_run(root: Path, n_events: int, seed: int = 0) -> dict[str, int]:
     """A verifiable run of about `n_events` events under `root`; returns counts."""
-    from ratchet.core.budget import limits
+    from ratchet.core.budget import recorded_limits
 
     b = Builder(root, seed)
     baseline = b.tree()
     b.record("run.started", {"run_id": RUN_ID, "contract_digest": "sha256:" + "0" * 64,
                              "baseline": {"commit": "0" * 40, "tree": baseline}, "salt": b.salt, "sandbox": "none",
-                             "target_kind": "benchmark", "direction": "max", "limits": dict(limits(b.contract)),
+                             "target_kind": "benchmark", "direction": "max", "limits": recorded_limits(b.contract),
                              "holdout_reserve": 120, "signing_key": b.signer.public_record()})
     champion, attempt, promotions = baseline, 0, 0
     while b.log.last_seq < n_events - 400 and attempt < b.contract.budget.max_attempts:

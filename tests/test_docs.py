@@ -124,3 +124,13 @@ def test_the_ledger_page_lists_every_event_kind_and_every_closed_set_value():
         missing += [f"{name}: {value}" for value, meaning in meanings.items()
                     if f"| `{value}` | {meaning.replace('|', '/')} |" not in page]
     assert not missing, f"docs/ledger.md does not list: {missing}"
+
+
+def test_the_budgets_page_has_a_row_for_every_budget_and_shows_refusals_as_the_code_writes_them():
+    from ratchet.core.budget import BUDGET_NAMES, Account, Charge
+
+    text = (REPO / "docs" / "budgets.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines() if line.startswith("| `max_")}
+    assert rows == set(BUDGET_NAMES)
+    spent = Account({"model_calls": 3}, Charge.of(model_calls=3)).refusal(Charge.of(model_calls=1), "a call")
+    assert spent is not None and f"`{spent.detail}`" in text

@@ -1,5 +1,5 @@
-"""GPUs: device allocation never shares a device, the GPU cap on jobs at once, and GPU-hour
-reserve/settle never lets a run spend more than its budget (property tests)."""
+"""GPUs: device allocation never shares a device, and the GPU cap on jobs at once (GPU-hour budgets:
+tests/core/test_budget_account.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ratchet.compute.gpus import (
-    GpuHours,
-    GpuPool,
-    gpu_env,
-    jobs_at_once,
-    reserve_gpu_hours,
-    settle_gpu_hours,
-)
+from ratchet.compute.gpus import GpuPool, gpu_env, jobs_at_once
 from ratchet.core.errors import RatchetError
 
 
@@ -58,42 +51,3 @@ def test_jobs_at_once_is_capped_by_gpus():
     assert jobs_at_once(8, 1, 0) == 8, "no declared GPUs and no cap: the scheduler decides"
     with pytest.raises(RatchetError):
         jobs_at_once(8, 4, 2)
-
-
-walltimes = st.floats(0, 48 * 3600, allow_nan=False)
-gpu_counts = st.integers(0, 8)
-
-
-@given(walltimes, gpu_counts, st.floats(0, 96 * 3600, allow_nan=False))
-def test_settled_hours_never_exceed_the_reservation(walltime, gpus, elapsed):
-    reserved = reserve_gpu_hours(walltime, gpus)
-    settled = settle_gpu_hours(elapsed, gpus, reserved)
-    assert 0.0 <= settled <= reserved
-    if elapsed <= walltime:
-        assert settled == pytest.approx(elapsed * gpus / 3600)
-
-
-@given(
-    st.floats(0.01, 50, allow_nan=False),
-    st.lists(st.tuples(walltimes, gpu_counts, st.floats(0, 1.5, allow_nan=False)), max_size=40),
-)
-def test_reserve_then_settle_never_spends_past_the_budget(limit, jobs):
-    """Jobs are reserved while they fit and settled at `fraction` x their walltime (> 1: a clock
-    that overshoots); spent + reserved stays within the limit at every step."""
-    hours = GpuHours(limit=limit)
-    running = []
-    for i, (walltime, gpus, fraction) in enumerate(jobs):
-        if hours.can_reserve(reserve_gpu_hours(walltime, gpus)):
-            hours = hours.reserve(f"j{i}", walltime, gpus)
-            running.append((f"j{i}", walltime * fraction, gpus))
-        else:
-            with pytest.raises(RatchetError):
-                hours.reserve(f"j{i}", walltime, gpus)
-        assert hours.spent + hours.held <= limit + 1e-9
-        if running and i % 2:
-            job_id, elapsed, g = running.pop(0)
-            hours = hours.settle(job_id, elapsed, g)
-    for job_id, elapsed, g in running:
-        hours = hours.settle(job_id, elapsed, g)
-    assert hours.held == 0.0
-    assert hours.spent <= limit + 1e-9

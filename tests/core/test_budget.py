@@ -29,7 +29,9 @@ def test_evaluations_budget_counts_the_next_trials_worst_case_and_the_reserve():
     assert exhausted(c, used, 0, reserve_units=120, next_units=240) is None  # 500 + 240 + 120 <= 1000
     stop = exhausted(c, used, 0, reserve_units=120, next_units=400)
     assert stop is not None and stop.name == "max_evaluations" and stop.forecast
-    assert "500 job-units used + 400 for the next trial's worst case + 120 reserved" in stop.detail
+    assert stop.detail == ("forecast, not spent: 500 job-units used + 400 for the next attempt (its trial's worst "
+                           "case) + 120 reserved for the holdout = 1020, which would exceed max_evaluations = 1000 "
+                           "job-units; 500 left unused")
 
 
 def test_attempts_budget_is_always_a_limit():
@@ -55,8 +57,9 @@ def test_a_wall_stop_made_before_the_budget_is_spent_says_it_is_a_forecast_with_
     expected = Forecast(attempt_wall_s=51.0, holdout_wall_s=80.0)
     stop = exhausted(c, BudgetUsed(attempts=1, wall_s=51.0), 0, 0, 0, expected)
     assert stop is not None and stop.name == "max_wall" and stop.forecast
-    assert stop.detail.startswith("forecast, not spent: 51 s used + 51 s expected for one more attempt")
-    assert "+ 80 s reserved for the holdout = 182 s, which would reach max_wall = 180 s; 129 s were left" in stop.detail
+    assert stop.detail == ("forecast, not spent: 51 s used + 51 for the next attempt (expected: the mean attempt so "
+                           "far) + 80 reserved for the holdout = 182, which would reach max_wall = 180 s; 129 left "
+                           "unused")
     spent = exhausted(c, BudgetUsed(attempts=1, wall_s=181.0), 0, 0, 0, expected)
     assert spent is not None and not spent.forecast and spent.detail == "max_wall = 180 s is spent (181 s used)"
 
@@ -66,7 +69,8 @@ def test_a_cpu_stop_shows_hours_spent_expected_and_reserved():
     expected = Forecast(attempt_cpu_h=0.125, holdout_cpu_h=0.2)
     stop = exhausted(c, BudgetUsed(attempts=2, cpu_hours=0.25), 0, 0, 0, expected)
     assert stop is not None and stop.name == "max_cpu_hours" and stop.forecast
-    assert "0.2500 CPU h used + 0.1250 CPU h expected" in stop.detail and "0.2000 CPU h reserved" in stop.detail
+    assert "0.2500 CPU h used + 0.1250 for the next attempt (expected" in stop.detail
+    assert "+ 0.2000 reserved for the holdout = 0.5750, which would reach max_cpu_hours = 0.5000 CPU h" in stop.detail
 
 
 def test_zero_means_unlimited():

@@ -95,3 +95,17 @@ def test_a_resume_re_requests_nothing_already_answered(bench_repo: Path, server)
     assert code == 0, out
     assert len(server.requests) == 1, "the recorded reply was reused, not requested again"
     assert out["result"]["promotions"] == 1
+
+
+def test_a_spent_model_budget_stops_the_run_before_the_next_attempt_with_its_arithmetic(bench_repo: Path, server):
+    server.default = reply(GOOD)
+    llm_project(bench_repo, server.url, budget="max_attempts = 20\nmax_model_calls = 1")
+    code, out, _ = ratchet("run", str(bench_repo), env=run_env())
+    assert code == 0, out
+    assert out["result"]["stop_reason"] == "budget_exhausted" and out["result"]["budget"] == "max_model_calls"
+    evs = events(bench_repo, out["result"]["run_id"])
+    assert [e["data"]["outcome"] for e in evs if e["kind"] == "model.called"] == ["ok"]  # none refused
+    assert [e["data"]["attempt"] for e in evs if e["kind"] == "attempt.started"] == [1]
+    stopped = [e["data"] for e in evs if e["kind"] == "run.stopped"][-1]
+    assert stopped["detail"] == "max_model_calls = 1 model calls is spent (1 model calls used)"
+    assert len(server.requests) == 1

@@ -48,9 +48,10 @@ def test_a_budget_stop_made_on_a_forecast_says_so_with_its_arithmetic(bench_repo
     assert out["result"]["stop_reason"] == "budget_exhausted" and out["result"]["budget"] == "max_evaluations"
     stopped = [e for e in events(bench_repo, run_id) if e["kind"] == "run.stopped"][-1]["data"]
     detail = stopped["detail"]
-    m = re.fullmatch(r"(\d+) job-units used \+ 72 for the next trial's worst case \+ 36 reserved for the holdout "
-                     r"= (\d+) would exceed max_evaluations = 110", detail)
-    assert m and int(m.group(1)) + 108 == int(m.group(2)) > 110, detail
+    m = re.fullmatch(r"forecast, not spent: (\d+) job-units used \+ 72 for the next attempt \(its trial's worst "
+                     r"case\) \+ 36 reserved for the holdout = (\d+), which would exceed max_evaluations = 110 "
+                     r"job-units; (\d+) left unused", detail)
+    assert m and int(m.group(1)) + 108 == int(m.group(2)) > 110 and int(m.group(3)) == 110 - int(m.group(1)), detail
     assert f"stopped: budget_exhausted (max_evaluations)\n    {detail}" in err
     report = Path(out["result"]["report"]).read_text()
     assert f"Why it stopped: {detail}." in report

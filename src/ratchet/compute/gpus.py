@@ -1,12 +1,11 @@
-"""GPUs: which devices a local job gets, how many GPU jobs run at once, and GPU-hour budgets.
+"""GPUs: which devices a local job gets and how many GPU jobs run at once.
 
 Pure but for `gpu_device_nodes` (one directory listing): no processes, no clock. The local backend
 hands out devices from the declared list `compute.gpus` through a `GpuPool` (never two jobs on one
 device) and tells the job through CUDA_VISIBLE_DEVICES; on Slurm the scheduler picks the devices
-and sets the variable itself. GPU-hours are reserved when a job is submitted (its walltime asked x
-its GPUs, the most it can use) and settled when it ends (its elapsed time x its GPUs), so a run
-that checks `GpuHours.can_reserve` before each submission never spends more than
-`budget.max_gpu_hours`.
+and sets the variable itself. GPU-hours are a budget like the others (`core.budget`): an attempt
+reserves its jobs at their timeouts x their GPUs before it starts, and each job is charged its
+elapsed time x its GPUs when it ends.
 """
 
 from __future__ import annotations
@@ -14,15 +13,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from ratchet.core.errors import RatchetError
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 """The variable naming the devices a job may use (comma-separated ids, as CUDA reads it)."""
-
-SECONDS_PER_HOUR = 3600.0
-
 
 def gpu_env(devices: Sequence[str]) -> dict[str, str]:
     """The variables telling a job its devices: {"CUDA_VISIBLE_DEVICES": "0,3"}; for no device
@@ -104,61 +99,3 @@ class GpuPool:
         """A copy of job_id -> devices for the jobs holding devices now."""
         with self._lock:
             return dict(self._held)
-
-
-def reserve_gpu_hours(walltime_s: float, gpus: int) -> float:
-    """GPU-hours a job may use at most: the walltime it asked for (seconds, its timeout plus any
-    scheduler grace) x its GPUs / 3600. 0.0 for a job without GPUs."""
-    return max(0.0, walltime_s) * max(0, gpus) / SECONDS_PER_HOUR
-
-
-def settle_gpu_hours(elapsed_s: float, gpus: int, reserved: float) -> float:
-    """GPU-hours a finished job used: its elapsed seconds x its GPUs / 3600, never more than what was
-    `reserved` for it (a scheduler stops it at its walltime; a clock's overshoot is not charged)."""
-    return min(reserved, max(0.0, elapsed_s) * max(0, gpus) / SECONDS_PER_HOUR)
-
-
-@dataclass(frozen=True)
-class GpuHours:
-    """GPU-hours of a run: `spent` by finished jobs, `reserved` by jobs submitted and not yet
-    settled (job_id -> hours). `limit` 0.0: unlimited. Every method returns a new value."""
-
-    limit: float = 0.0
-    spent: float = 0.0
-    reserved: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def held(self) -> float:
-        """Hours reserved by unsettled jobs."""
-        return sum(hours for _, hours in self.reserved)
-
-    def can_reserve(self, hours: float) -> bool:
-        """Whether `hours` more can be reserved without spent + reserved exceeding the limit."""
-        return not self.limit or self.spent + self.held + hours <= self.limit
-
-    def reserve(self, job_id: str, walltime_s: float, gpus: int) -> GpuHours:
-        """Reserve a job's worst case (`reserve_gpu_hours`). Raises RatchetError
-        `budget.max_gpu_hours` when it does not fit, `budget.gpu_reserved_twice` for a job already
-        holding a reservation."""
-        hours = reserve_gpu_hours(walltime_s, gpus)
-        if any(j == job_id for j, _ in self.reserved):
-            raise RatchetError("budget.gpu_reserved_twice", f"job {job_id} already has GPU-hours reserved")
-        if not self.can_reserve(hours):
-            raise RatchetError(
-                "budget.max_gpu_hours",
-                f"job {job_id} needs {hours:.4f} GPU-hours; {self.spent:.4f} spent and {self.held:.4f} reserved "
-                f"of budget.max_gpu_hours = {self.limit}",
-                hint="raise budget.max_gpu_hours or shorten target.timeout",
-            )
-        return GpuHours(self.limit, self.spent, (*self.reserved, (job_id, hours)))
-
-    def settle(self, job_id: str, elapsed_s: float, gpus: int) -> GpuHours:
-        """Charge a finished job's elapsed time (`settle_gpu_hours`) and free its reservation.
-        A job with no reservation (e.g. re-attached after a resume) is charged in full, uncapped."""
-        reserved = dict(self.reserved)
-        if job_id in reserved:
-            used = settle_gpu_hours(elapsed_s, gpus, reserved[job_id])
-        else:
-            used = max(0.0, elapsed_s) * max(0, gpus) / SECONDS_PER_HOUR
-        left = tuple((j, h) for j, h in self.reserved if j != job_id)
-        return GpuHours(self.limit, self.spent + used, left)

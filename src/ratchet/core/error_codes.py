@@ -58,9 +58,6 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                        " GPUs or lower compute.gpus_per_job"),
     "compute.gpus_duplicate": _bad_input('compute.gpus names a device twice: list each device once'),
     "compute.gpus_held": _bad_input(f"a GPU device was handed out twice: {_REPORT}"),
-    "budget.gpu_reserved_twice": _bad_input(f"a job's GPU-hours were reserved twice: {_REPORT}"),
-    "budget.max_gpu_hours": _bad_input("a GPU job's worst case does not fit in budget.max_gpu_hours: raise the budget"
-                                       " or lower the jobs' timeouts"),
     "slurm.<call>": _bad_input('a Slurm command (sbatch, scontrol, squeue, scancel...) failed or did not run: check '
                                '`sinfo` and [compute.slurm]'),
     "gate.bad_history": _bad_input(f"an attempt's level history holds an unknown outcome: {_REPORT}"),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.agents.base import Agent
+from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.loop.kernel import Kernel
@@ -102,13 +103,12 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
 
 def _llm_agent(contract: Contract, root: Path, view: Any, link: AgentLink) -> Agent:
     from ratchet.agents.llm.agent import LlmAgent
-    from ratchet.agents.llm.budget import ModelBudget, ModelLimits
 
-    limits = ModelLimits.from_contract(contract)
-    agent = LlmAgent.build(contract, root, view, ModelBudget(limits), LedgerJournal(link), LedgerEvidence(link))
+    limits = limits_of(contract)
+    agent = LlmAgent.build(contract, root, view, Account(limits), LedgerJournal(link), LedgerEvidence(link))
 
     def replay(kernel: Kernel) -> None:  # a resume: what earlier sessions spent and reserved stays charged
-        agent.client.budget = ModelBudget.replay(limits, model_budget_records(kernel))
+        agent.client.budget = Account.replay(limits, model_budget_records(kernel))
 
     link.on_bind.append(replay)
     return agent
@@ -132,7 +132,7 @@ class LedgerJournal:
         """The bytes of a stored blob (LedgerError when missing or corrupt)."""
         return self.link._k().blobs.get_bytes(digest)
 
-    def record_reservation(self, reservation: Any, request_digest: str, request_blob: str) -> None:
+    def record_reservation(self, reservation: Reservation, request_digest: str, request_blob: str) -> None:
         """`model.reserved`: the call's worst case is held (recorded before the request is sent)."""
         self.link._k().record("model.reserved", {"key": reservation.key, "charge": reservation.charge.to_json(),
                                                  "request_digest": request_digest, "request_blob": request_blob})
@@ -149,16 +149,14 @@ class LedgerJournal:
         return CallRecord.from_json(dict(event.data)) if event is not None else None
 
 
-def model_budget_records(kernel: Kernel) -> list[Any]:
-    """The run's model reservations and settlements in ledger order (ModelBudget.replay's input)."""
-    from ratchet.agents.llm.budget import ModelCharge, Reservation, Settlement
-
-    out: list[Any] = []
+def model_budget_records(kernel: Kernel) -> list[Reservation | Settlement]:
+    """The run's model reservations and settlements in ledger order (Account.replay's input)."""
+    out: list[Reservation | Settlement] = []
     for e in kernel.log.events:
         if e.kind == "model.reserved":
-            out.append(Reservation(e.data["key"], ModelCharge.from_json(e.data["charge"])))
+            out.append(Reservation(e.data["key"], Charge.from_json(e.data["charge"])))
         elif e.kind == "model.called":
-            out.append(Settlement(e.data["key"], ModelCharge.from_json(e.data["charged"])))
+            out.append(Settlement(e.data["key"], Charge.from_json(e.data["charged"])))
     return out
 
 

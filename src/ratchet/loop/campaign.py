@@ -24,7 +24,7 @@ from ratchet.agents.base import (
     PastAttempt,
     Submit,
 )
-from ratchet.core.budget import exhausted, forecast, launch_refusal, limits, trial_worst_case
+from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, recorded_limits, trial_worst_case
 from ratchet.core.errors import RatchetError
 from ratchet.core.events import LEDGER_FORMAT
 from ratchet.core.gate import Decision
@@ -104,8 +104,9 @@ class Campaign:
             outcome = self._attempt(number)
             if outcome == "agent_stopped":
                 return "agent_stopped", None
-            if outcome == "budget_exhausted":
-                return "budget_exhausted", getattr(self.agent, "stopped_by_budget", None)
+            stopped: BudgetStop | None = getattr(self.agent, "stopped_by_budget", None)
+            if outcome == "budget_exhausted" and stopped is not None:
+                return self._budget_stop(stopped)
 
     def _next_attempt(self, state: RunState) -> tuple[int, bool]:
         """The attempt to work on: an unfinished one (resume) or the next number."""
@@ -143,12 +144,15 @@ class Campaign:
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
         stop = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
-        if stop is not None:
-            self.stop_detail = stop.detail
-            return "budget_exhausted", stop.name
         agent_budget = getattr(self.agent, "budget_stop", None)  # an agent's own budget (model calls, tokens, USD)
-        name = agent_budget() if agent_budget is not None else None
-        return ("budget_exhausted", name) if name else None
+        if stop is None and agent_budget is not None:
+            stop = agent_budget()
+        return self._budget_stop(stop) if stop is not None else None
+
+    def _budget_stop(self, stop: BudgetStop) -> tuple[str, str]:
+        """The run's stop for a budget's refusal; its arithmetic becomes `run.stopped.data.detail`."""
+        self.stop_detail = stop.detail
+        return "budget_exhausted", stop.name
 
     def _target_reached(self, target: float) -> bool:
         """True when the champion's latest confidence bound on the metric (lower for max, upper for
@@ -227,11 +231,13 @@ class Campaign:
         return self.agent.wake(ctx, results)
 
     def _launch_refusal(self, action: Launch) -> str | None:
+        """Why the budget will not run this launch ("<budget>: <arithmetic>"), or None."""
         state = self.k.state()
         jobs = action.jobs[:MAX_JOBS_PER_LAUNCH]
         wall = sum(min(j.timeout_s, MAX_LAUNCH_TIMEOUT_S) for j in jobs)
-        return launch_refusal(self.contract, state.budget_used, len(jobs), wall, self._trial_worst(), self._reserve(),
+        stop = launch_refusal(self.contract, state.budget_used, len(jobs), wall, self._trial_worst(), self._reserve(),
                               self.contract.compute.max_parallel)
+        return f"{stop.name}: {stop.detail}" if stop is not None else None
 
     def _recorded_submission(self, data: dict[str, Any]) -> Submit:
         """The Submit recorded by `attempt.submitted` (a resume measures exactly what was submitted,
@@ -452,7 +458,7 @@ def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree:
         "ledger_format": LEDGER_FORMAT, "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
         "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
         "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
-        "limits": dict(limits(c)), "holdout_reserve": reserve, "warnings": warnings,
+        "limits": recorded_limits(c), "holdout_reserve": reserve, "warnings": warnings,
         "gate": gate_design(c.gate.test, c.target.metric_range),
         "versions": versions(),
         "signing_key": kernel.signer.public_record() if kernel.signer is not None else None,

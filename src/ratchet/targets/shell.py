@@ -104,10 +104,14 @@ class ShellJobs:
         return job_env(self.seed_env, job.seed, job.job_id, job.variant, str(job.unit), self.envs.get(job.job_id),
                        sandbox=self.sandbox)
 
+    def _command(self, job: PlannedJob) -> tuple[str, float]:
+        """The job's command and timeout in seconds (an agent's experiment has its own)."""
+        return self.commands.get(job.job_id, (self.command, self.timeout_s))
+
     def spec(self, task: Task, checkout: Path) -> JobSpec:
         """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment."""
         job = task.jobs[0]
-        command, timeout_s = self.commands.get(job.job_id, (self.command, self.timeout_s))
+        command, timeout_s = self._command(job)
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox)
 
@@ -127,8 +131,10 @@ class ShellJobs:
             state, value, reason = reading.state, reading.value, reading.reason
         elif result.state != "ok" and result.stderr_tail.strip():
             reason = f"{reason}; stderr (last lines):\n{stderr_excerpt(result.stderr_tail)}"
+        # GPU seconds settle the reservation made at the timeout: a kill's grace past it is not charged.
+        gpu_s = min(result.elapsed_s, self._command(job)[1]) * self.resources.gpus
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, state, value, reason,
-                        result.elapsed_s, result.cpu_s, False, 1, result.elapsed_s * self.resources.gpus)
+                        result.elapsed_s, result.cpu_s, False, 1, gpu_s)
         return self._outcome(m)
 
     @staticmethod

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.llm.budget import ModelBudget, ModelCharge, ModelLimits, Reservation, Settlement
 from ratchet.agents.llm.records import CallRecord
+from ratchet.core.budget import Account, Charge, Reservation, ResourceName, Settlement
 from ratchet.ledger.blobs import BlobStore
 
 
@@ -55,12 +55,12 @@ class DirJournal:
         found = [c for c in self.calls() if c.key == key]
         return found[-1] if found else None
 
-    def budget(self, limits: ModelLimits) -> ModelBudget:
+    def budget(self, limits: dict[ResourceName, float]) -> Account:
         """The budget as a resumed kernel rebuilds it from this journal."""
         records: list[Reservation | Settlement] = []
         for e in self.entries():
             if e["kind"] == "reserved":
-                records.append(Reservation(e["key"], ModelCharge.from_json(e["charge"])))
+                records.append(Reservation(e["key"], Charge.from_json(e["charge"])))
             else:
-                records.append(Settlement(e["key"], ModelCharge.from_json(e["charged"])))
-        return ModelBudget.replay(limits, records)
+                records.append(Settlement(e["key"], Charge.from_json(e["charged"])))
+        return Account.replay(limits, records)

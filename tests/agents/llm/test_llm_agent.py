@@ -14,9 +14,9 @@ from repo_fixture import make_bench_repo
 
 from ratchet.agents.base import AgentContext, GiveUp, Submit
 from ratchet.agents.llm.agent import BUDGET_STOP_PREFIX, LlmAgent, parse_directives
-from ratchet.agents.llm.budget import ModelLimits
 from ratchet.agents.llm.evidence import AttemptSummary, ChampionFigures, DevFailure
 from ratchet.agents.view import AgentTreeView
+from ratchet.core.budget import limits_of
 from ratchet.core.contract_load import parse_contract
 from ratchet.workspace.git import Git
 
@@ -100,7 +100,7 @@ def make_agent(server, repo, tmp_path, monkeypatch, llm_extra="", budget="", evi
     git = Git(repo)
     journal = DirJournal(tmp_path / "journal")
     view = AgentTreeView(git, contract.hidden_paths)
-    agent = LlmAgent.build(contract, repo, view, journal.budget(ModelLimits.from_contract(contract)), journal,
+    agent = LlmAgent.build(contract, repo, view, journal.budget(limits_of(contract)), journal,
                            evidence if evidence is not None else FixedEvidence())
     return agent, git, journal
 
@@ -214,8 +214,11 @@ def test_the_call_budget_stops_exactly_at_its_limit(server, repo, tmp_path, monk
     actions = run_attempts(agent, git, 5)
     assert [isinstance(a, Submit) for a in actions] == [True, True, True, False, False]
     assert actions[3].reason.startswith(BUDGET_STOP_PREFIX + "max_model_calls")
-    assert len(server.requests) == 3 and agent.stopped_by_budget == "max_model_calls"
-    assert agent.budget_stop == "max_model_calls"
+    assert len(server.requests) == 3 and agent.stopped_by_budget is not None
+    assert agent.stopped_by_budget.name == "max_model_calls" and not agent.stopped_by_budget.forecast
+    assert agent.stopped_by_budget.detail == "max_model_calls = 3 model calls is spent (3 model calls used)"
+    stop = agent.budget_stop()
+    assert stop is not None and stop.name == "max_model_calls"
 
 
 def test_the_output_token_budget_stops_exactly_at_its_limit(server, repo, tmp_path, monkeypatch):
@@ -224,7 +227,7 @@ def test_the_output_token_budget_stops_exactly_at_its_limit(server, repo, tmp_pa
     actions = run_attempts(agent, git, 5)
     # each call reserves 200 (max_output_tokens) and settles 150: 150, 300 spent; the third would
     # reach 500 at worst (fits), the fourth 650 (refused)
-    assert len(server.requests) == 3 and agent.client.budget.spent.output_tokens == 450
+    assert len(server.requests) == 3 and agent.client.budget.spent["output_tokens"] == 450
     assert isinstance(actions[3], GiveUp) and "max_output_tokens" in actions[3].reason
 
 
@@ -240,7 +243,8 @@ def test_the_input_token_budget_counts_the_request_size_as_the_worst_case(server
     actions = run_attempts(agent, git, 5)
     # spent 0, 10, 20 leave room for one more worst case; 30 + bound does not fit
     assert [isinstance(a, Submit) for a in actions] == [True, True, True, False, False]
-    assert agent.client.budget.spent.input_tokens == 30 and agent.stopped_by_budget == "max_input_tokens"
+    assert agent.client.budget.spent["input_tokens"] == 30 and agent.stopped_by_budget is not None
+    assert agent.stopped_by_budget.name == "max_input_tokens" and agent.stopped_by_budget.forecast
 
 
 def test_the_dollar_budget_stops_exactly_at_its_limit(server, repo, tmp_path, monkeypatch):
@@ -248,9 +252,9 @@ def test_the_dollar_budget_stops_exactly_at_its_limit(server, repo, tmp_path, mo
     price = "[agent.llm.price]\ninput_usd_per_mtok = 1000.0\noutput_usd_per_mtok = 1000.0"
     agent, git, _ = make_agent(server, repo, tmp_path, monkeypatch, llm_extra=price, budget="max_usd = 4.0")
     run_attempts(agent, git, 6)
-    spent = agent.client.budget.spent.usd
+    spent = agent.client.budget.spent["usd"]
     assert spent <= 4.0 and len(server.requests) == 2  # $1.20 each; a third call's worst case exceeds $4
-    assert agent.stopped_by_budget == "max_usd"
+    assert agent.stopped_by_budget is not None and agent.stopped_by_budget.name == "max_usd"
 
 
 def test_resume_reuses_every_recorded_reply_and_requests_nothing(server, repo, tmp_path, monkeypatch):
@@ -289,7 +293,7 @@ def test_a_call_cut_by_a_kill_is_charged_its_worst_case_and_made_again(server, r
     assert action.tree is not None and len(server.requests) == 2
     outcomes = [c.outcome for c in journal2.calls()]
     assert outcomes == ["lost", "ok"]
-    assert again.client.budget.spent.output_tokens == 200 + 50  # the lost call's worst case + the real one
+    assert again.client.budget.spent["output_tokens"] == 200 + 50  # the lost call's worst case + the real one
 
 
 def test_the_key_never_appears_in_any_file_written(server, repo, tmp_path, monkeypatch):

@@ -10,9 +10,9 @@ import pytest
 from llm_journal import DirJournal
 from llm_server import ChatServer, hold, reply, status
 
-from ratchet.agents.llm.budget import ModelBudget, ModelLimits
 from ratchet.agents.llm.client import MAX_IDENTICAL_SERVER_ERRORS, ChatClient, retry_after_s
 from ratchet.agents.llm.records import Message
+from ratchet.core.budget import Account, Charge, ResourceName
 from ratchet.core.contract_llm import LlmAgentConfig, LlmPrice
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -26,12 +26,13 @@ def server():
     s.close()
 
 
-def make_client(server: ChatServer, tmp_path: Path, limits: ModelLimits | None = None, waits=None, **config):
+def make_client(server: ChatServer, tmp_path: Path, limits: dict[ResourceName, float] | None = None, waits=None,
+                **config):
     cfg = LlmAgentConfig(base_url=server.url, model="test-model", api_key_env="TEST_LLM_KEY",
                          **{"request_timeout_s": 5.0, "retry_max_wait_s": 2.0, **config})
     journal = DirJournal(tmp_path / "journal")
     waited = waits if waits is not None else []
-    client = ChatClient(cfg, ModelBudget(limits or ModelLimits()), journal, environ={"TEST_LLM_KEY": KEY},
+    client = ChatClient(cfg, Account(limits or {}), journal, environ={"TEST_LLM_KEY": KEY},
                         sleep=waited.append, backoff_base_s=0.01)
     return client, journal
 
@@ -43,7 +44,7 @@ def test_clean_reply_is_recorded_with_its_usage_and_the_key_only_in_the_header(s
     assert result.ok and result.reply.content == "hi"
     record = result.record
     assert (record.outcome, record.input_tokens, record.output_tokens) == ("ok", 12, 3)
-    assert record.charged.calls == 1 and record.charged.input_tokens == 12
+    assert record.charged == Charge.of(model_calls=1, input_tokens=12, output_tokens=3)
     assert server.headers[0]["authorization"] == f"Bearer {KEY}"
     assert server.requests[0]["messages"][1] == {"role": "user", "content": "Say hi."}
     assert b"Say hi." in journal.get_blob(record.request_blob)
@@ -56,7 +57,7 @@ def test_a_recorded_reply_is_reused_never_requested_again(server, tmp_path):
     server.default = reply("hi")
     client, journal = make_client(server, tmp_path)
     client.call("k", "executor", HELLO)
-    again = ChatClient(client.config, journal.budget(ModelLimits()), DirJournal(tmp_path / "journal"),
+    again = ChatClient(client.config, journal.budget({}), DirJournal(tmp_path / "journal"),
                        environ={"TEST_LLM_KEY": KEY}).call("k", "executor", HELLO)
     assert again.reused and again.reply.content == "hi"
     assert len(server.requests) == 1
@@ -110,7 +111,7 @@ def test_4xx_other_than_429_is_not_retried(server, tmp_path):
     client, _ = make_client(server, tmp_path)
     result = client.call("k", "executor", HELLO)
     assert result.record.outcome == "client_error" and len(server.requests) == 1
-    assert result.record.charged.calls == 1 and result.record.charged.output_tokens == 0
+    assert result.record.charged == Charge.of(model_calls=1)
 
 
 def test_unknown_model_is_a_configuration_error_naming_the_keys(server, tmp_path):
@@ -126,7 +127,7 @@ def test_a_connection_held_open_without_content_hits_the_deadline(server, tmp_pa
     result = client.call("k", "executor", HELLO)
     assert result.record.outcome == "timeout" and "request_timeout_s" in result.record.detail
     assert result.record.charged == client.budget.spent  # unknown usage: the worst case stays charged
-    assert result.record.charged.output_tokens == client.config.max_output_tokens
+    assert result.record.charged["output_tokens"] == client.config.max_output_tokens
 
 
 def test_an_empty_reply_cut_off_near_the_context_window_is_a_configuration_error(server, tmp_path):
@@ -143,24 +144,24 @@ def test_a_missing_key_variable_is_a_configuration_error_and_nothing_is_sent(ser
     client.environ = {}
     result = client.call("k", "executor", HELLO)
     assert result.record.outcome == "config_error" and "TEST_LLM_KEY" in result.record.detail
-    assert server.requests == [] and client.budget.spent.calls == 0
+    assert server.requests == [] and client.budget.spent["model_calls"] == 0
 
 
 def test_a_server_without_usage_is_charged_the_worst_case(server, tmp_path):
     server.default = reply("hi", prompt_tokens=None, completion_tokens=None)
     client, _ = make_client(server, tmp_path, max_output_tokens=64)
     result = client.call("k", "executor", HELLO)
-    assert result.ok and result.record.charged.output_tokens == 64
+    assert result.ok and result.record.charged["output_tokens"] == 64
 
 
 def test_the_dollar_budget_refuses_a_call_whose_worst_case_does_not_fit(server, tmp_path):
     server.default = reply("hi", prompt_tokens=100, completion_tokens=100)
     price = LlmPrice(input_usd_per_mtok=1000.0, output_usd_per_mtok=1000.0)  # $0.001 per token
-    client, _ = make_client(server, tmp_path, ModelLimits(max_usd=0.5, price=price), max_output_tokens=100)
+    client, _ = make_client(server, tmp_path, {"usd": 0.5}, max_output_tokens=100, price=price)
     outcomes = [client.call(f"k{i}", "executor", HELLO).record.outcome for i in range(5)]
     assert outcomes.count("ok") == len(server.requests) >= 1
     assert outcomes[-1] == "budget_refused"
-    assert client.budget.spent.usd <= 0.5 + 1e-12
+    assert client.budget.spent["usd"] <= 0.5 + 1e-12
 
 
 def test_an_unreachable_server_is_retried_then_a_recorded_connection_error(tmp_path):
@@ -171,7 +172,7 @@ def test_an_unreachable_server_is_retried_then_a_recorded_connection_error(tmp_p
         port = s.getsockname()[1]  # closed again before the call: nothing listens there
     cfg = LlmAgentConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key_env="", max_retries=2)
     waits: list[float] = []
-    client = ChatClient(cfg, ModelBudget(ModelLimits()), DirJournal(tmp_path / "j"), sleep=waits.append,
+    client = ChatClient(cfg, Account({}), DirJournal(tmp_path / "j"), sleep=waits.append,
                         backoff_base_s=0.5)
     result = client.call("k", "executor", HELLO)
     assert result.record.outcome == "connection_error" and f"127.0.0.1:{port}" in result.record.detail

@@ -19,13 +19,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit
-from ratchet.agents.llm.budget import ModelBudget
 from ratchet.agents.llm.client import CallResult, ChatClient
 from ratchet.agents.llm.edits import ParsedReply, Scope, apply_edit_blocks, parse_edit_blocks, parse_solution
 from ratchet.agents.llm.evidence import ContextEvidence, Evidence
 from ratchet.agents.llm.prompts import PromptBuilder, load_templates
 from ratchet.agents.llm.records import Journal, Message
 from ratchet.agents.view import ListingTrees
+from ratchet.core.budget import BUDGET_NAMES, Account, BudgetStop
+from ratchet.core.budget.model import smallest_call_refusal
 from ratchet.core.contract import Contract
 from ratchet.core.contract_llm import LlmAgentConfig
 from ratchet.workspace.trees import EXEC_MODE, FILE_MODE
@@ -87,7 +88,7 @@ class LlmAgent:
     contract: the run's contract (`agent.llm` required); trees: the agent's view of the repository
     (hidden paths absent); client: the run's ChatClient; prompts: the PromptBuilder; evidence: the
     loop's view of the run (default: what the AgentContext carries).
-    `stopped_by_budget`: the model budget that ended the campaign, once one has.
+    `stopped_by_budget`: the model budget's BudgetStop that ended the campaign, once one has.
     """
 
     def __init__(self, contract: Contract, trees: ListingTrees, client: ChatClient, prompts: PromptBuilder,
@@ -98,10 +99,10 @@ class LlmAgent:
         self.client = client
         self.prompts = prompts
         self.evidence = evidence if evidence is not None else ContextEvidence()
-        self.stopped_by_budget: str | None = None
+        self.stopped_by_budget: BudgetStop | None = None
 
     @classmethod
-    def build(cls, contract: Contract, root: Path, trees: ListingTrees, budget: ModelBudget, journal: Journal,
+    def build(cls, contract: Contract, root: Path, trees: ListingTrees, budget: Account, journal: Journal,
               evidence: Evidence | None = None) -> LlmAgent:
         """The agent for `contract` in project `root`, reading its prompt overrides from `root`.
         Raises ContractError `contract.prompt_unreadable`, ValueError without [agent.llm]."""
@@ -110,11 +111,11 @@ class LlmAgent:
         prompts = PromptBuilder(load_templates(config.prompts, root), config, contract.target, scope)
         return cls(contract, trees, ChatClient(config, budget, journal), prompts, evidence)
 
-    @property
-    def budget_stop(self) -> str | None:
+    def budget_stop(self) -> BudgetStop | None:
         """The model budget that forbids even the smallest call now, or None: the loop checks this
-        before starting an attempt (stop reason `budget_exhausted`, budget named)."""
-        return self.client.budget.exhausted(self.config.max_output_tokens)
+        before starting an attempt (stop reason `budget_exhausted`, the budget named, its arithmetic
+        the stop's detail)."""
+        return smallest_call_refusal(self.client.budget, self.config.price, self.config.max_output_tokens)
 
     # -- the protocol ----------------------------------------------------------------------------
 
@@ -219,8 +220,9 @@ class LlmAgent:
         """A GiveUp for failures retrying cannot fix (a model budget spent, a configuration error)."""
         record = result.record
         if record.outcome == "budget_refused":
-            name = record.detail.split(":", 1)[0]
-            self.stopped_by_budget = name
+            name, _, detail = record.detail.partition(": ")
+            if name in BUDGET_NAMES:
+                self.stopped_by_budget = BudgetStop(name, detail, forecast=detail.startswith("forecast"))
             return GiveUp(f"{BUDGET_STOP_PREFIX}{name}: the next model call does not fit in budget.{name}")
         if record.outcome == "config_error":
             return GiveUp(f"the model cannot be used as configured: {record.detail}")

@@ -2,7 +2,7 @@
 
 `ChatClient.call(key, role, messages)`:
 1. a recorded call under `key` is reused, never re-requested (a resume);
-2. the worst case is reserved in the caller's `ModelBudget`; a call that does not fit is never sent;
+2. the worst case is reserved in the caller's budget `Account`; a call that does not fit is never sent;
 3. the request body is stored as a blob and the reservation recorded BEFORE the request is sent;
 4. 429 and 5xx (and unreachable servers) are retried with backoff, honouring `Retry-After` (seconds
    or an HTTP date, capped at `retry_max_wait_s`); other 4xx are not retried; after
@@ -27,8 +27,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ratchet.agents.llm.budget import ModelBudget, ModelCharge, priced, worst_case
 from ratchet.agents.llm.records import CallOutcome, CallRecord, CallRole, Journal, Message, TryRecord
+from ratchet.core.budget import Account, BudgetStop, Charge
+from ratchet.core.budget.model import call_worst_case, priced, reserve_call
 from ratchet.core.canonical import canonical_bytes, digest_bytes
 from ratchet.core.contract_llm import LlmAgentConfig
 
@@ -97,7 +98,7 @@ class ChatClient:
     (seconds); backoff_base_s: see BACKOFF_BASE_S.
     """
 
-    def __init__(self, config: LlmAgentConfig, budget: ModelBudget, journal: Journal, *,
+    def __init__(self, config: LlmAgentConfig, budget: Account, journal: Journal, *,
                  environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
                  backoff_base_s: float = BACKOFF_BASE_S):
         self.config = config
@@ -122,11 +123,10 @@ class ChatClient:
             lost = self.budget.settle(key, None)
             self.journal.record_call(CallRecord(key, role, request_digest, None, "lost",
                                                 "the kernel stopped during this call", charged=lost.charge))
-        ask = worst_case(self.budget.limits, len(data), len(messages), self.config.max_output_tokens)
-        held = self.budget.reserve(key, ask)
-        if isinstance(held, str):
-            record = CallRecord(key, role, request_digest, None, "budget_refused",
-                                f"{held}: the call's worst case does not fit in what is left of budget.{held}")
+        ask = call_worst_case(self.config.price, len(data), len(messages), self.config.max_output_tokens)
+        held = reserve_call(self.budget, key, ask)
+        if isinstance(held, BudgetStop):
+            record = CallRecord(key, role, request_digest, None, "budget_refused", f"{held.name}: {held.detail}")
             self.journal.record_call(record)
             return CallResult(record, None)
         request_blob = self.journal.put_blob(data)
@@ -150,17 +150,17 @@ class ChatClient:
             body["seed"] = self.config.seed
         return body
 
-    def _actual(self, record: CallRecord) -> ModelCharge | None:
+    def _actual(self, record: CallRecord) -> Charge | None:
         """What a finished call costs: its reported usage; nothing when it was never sent; one call
         and no tokens when the server answered with an error status; None (its worst case) when the
         server may have worked without saying how much (no usage, a timeout, a dropped connection)."""
         if record.input_tokens is not None and record.output_tokens is not None:
-            return priced(self.budget.limits, record.input_tokens, record.output_tokens)
+            return priced(self.config.price, record.input_tokens, record.output_tokens)
         if not record.tries:
-            return ModelCharge()
+            return Charge()
         if record.tries[-1].status is None or record.tries[-1].status == 200:
             return None
-        return ModelCharge(calls=1)
+        return Charge.of(model_calls=1)
 
     # -- tries ---------------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ratchet.agents.llm.budget import ModelCharge, Reservation
+from ratchet.core.budget import Charge, Reservation
 
 CallRole = Literal["strategy", "executor", "reformat"]
 """Why a call was made:
@@ -79,7 +79,7 @@ class CallRecord:
     finish_reason: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
-    charged: ModelCharge = ModelCharge()
+    charged: Charge = Charge()
     tries: tuple[TryRecord, ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
@@ -102,7 +102,7 @@ class CallRecord:
             request_blob=data.get("request_blob"), outcome=data["outcome"], detail=data.get("detail", ""),
             reply_blob=data.get("reply_blob"), finish_reason=data.get("finish_reason"),
             input_tokens=data.get("input_tokens"), output_tokens=data.get("output_tokens"),
-            charged=ModelCharge.from_json(data["charged"]), tries=tries,
+            charged=Charge.from_json(data["charged"]), tries=tries,
         )
 
 

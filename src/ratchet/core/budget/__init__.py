@@ -1,0 +1,35 @@
+"""Budgets (pure): one reserve / settle mechanism (`account`) and what asks it: the kernel's attempts
+and agents' launches (`jobs`: job-units, CPU and wall time, GPU-hours, val trials) and the llm
+agent's model calls (`model`: calls, tokens, dollars)."""
+
+from ratchet.core.budget.account import (
+    BUDGET_NAMES,
+    RESOURCES,
+    Account,
+    BudgetName,
+    BudgetStop,
+    Charge,
+    Reservation,
+    Resource,
+    ResourceName,
+    Settlement,
+    limits_of,
+    recorded_limits,
+)
+from ratchet.core.budget.jobs import (
+    Forecast,
+    exhausted,
+    forecast,
+    gpu_hours_worst_case,
+    holdout_worst_case,
+    launch_refusal,
+    spent_of,
+    trial_worst_case,
+    worst_case,
+)
+
+__all__ = [
+    "BUDGET_NAMES", "RESOURCES", "Account", "BudgetName", "BudgetStop", "Charge", "Forecast", "Reservation",
+    "Resource", "ResourceName", "Settlement", "exhausted", "forecast", "gpu_hours_worst_case", "holdout_worst_case",
+    "launch_refusal", "limits_of", "recorded_limits", "spent_of", "trial_worst_case", "worst_case",
+]
