@@ -4,6 +4,7 @@ coding agent driving the channel), killed mid-launch and resumed."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from helpers import events, ratchet
 from repo_fixture import git
 
 from ratchet.compute.sandbox import probe_bwrap
+from ratchet.ledger.blobs import BlobStore
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 
@@ -42,6 +44,12 @@ def test_a_scripted_coding_agent_launches_sleeps_submits_and_is_promoted(tmp_pat
     launched = next(e["data"] for e in evs if e["kind"] == "agent.launched")
     finished = {e["data"]["job_id"]: e["data"] for e in evs if e["kind"] == "job.finished"}
     assert all(finished[j]["stage"] == "launch" and finished[j]["units_charged"] == 1 for j in launched["jobs"])
+    wake = next(e["data"] for e in evs if e["kind"] == "agent.leg" and e["data"]["kind"] == "wake")
+    blobs = BlobStore(root / ".ratchet" / "runs" / out["result"]["run_id"] / "blobs")
+    message = blobs.get_bytes(wake["message_blob"]).decode("utf-8")
+    # The example's budget: max_attempts = 2 (attempt 1 started), max_wall = "5m".
+    assert "max_attempts: 1 of 2 attempts used, 1 left" in message
+    assert re.search(r"max_wall: [\d.]+ of 300 s used, [\d.]+ left", message), message
 
 
 def test_a_kernel_killed_mid_launch_resumes_without_running_a_launch_twice(tmp_path: Path):

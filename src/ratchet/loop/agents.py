@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.agents.base import Agent
-from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of
+from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.loop.kernel import Kernel
@@ -55,11 +55,12 @@ class AgentLink:
         self._k().once(kind, dict(data), *EVENT_KEYS.get(kind, ("attempt",)))
 
     def budget_view(self) -> Mapping[str, Any]:
-        """What an agent may read of the budget: the limits and what was used."""
-        state = self._k().state()
-        used = state.budget_used
-        return {"limits": dict(state.limits), "used": {"attempts": used.attempts, "evaluations": used.evaluations,
-                                                      "cpu_hours": used.cpu_hours, "wall_s": used.wall_s}}
+        """What an agent may read of the budget: each limited budget's use, limit, what is left and its
+        unit (`core.budget.standing`)."""
+        k = self._k()
+        state = k.state()
+        val_trials = state.trials_run if k.contract.target.kind == "examples" else 0
+        return standing(limits_of(k.contract), spent_of(state.budget_used, val_trials))
 
     def wall_left(self) -> float | None:
         """Seconds `budget.max_wall` still allows (None: unlimited)."""

@@ -111,7 +111,7 @@ class JobView:
 
 
 def wake_text(attempt: int, leg: int, reason: str, jobs: Sequence[JobView], notices: Sequence[str],
-              note: str, budget: Mapping[str, Any] | None) -> str:
+              note: str, budget: Mapping[str, Mapping[str, Any]] | None) -> str:
     """A wake message: why you were woken, notices (refused or clamped requests), your note, each
     job's result with its output tails and artifacts, the budget, and the tool's usage."""
     lines = [f"# Ratchet wake: attempt {attempt}, leg {leg}", "", reason, "", DATA_RULE, ""]
@@ -122,9 +122,15 @@ def wake_text(attempt: int, leg: int, reason: str, jobs: Sequence[JobView], noti
     for job in jobs:
         lines += _job_lines(job)
     if budget:
-        lines += ["## Budget", "", fence("budget", "\n".join(f"{k}: {v}" for k, v in budget.items()))]
+        lines += ["## Budget", "", fence("budget", "\n".join(_budget_line(k, v) for k, v in budget.items()))]
     lines += ["## What next", "", tool_help()]
     return "\n".join(lines)
+
+
+def _budget_line(name: str, standing: Mapping[str, Any]) -> str:
+    """One budget of `core.budget.standing`: "max_evaluations: 250 of 400 job-units used, 150 left"."""
+    return (f"{name}: {standing['used']:.6g} of {standing['limit']:.6g} {standing['unit']} used, "
+            f"{standing['left']:.6g} left")
 
 
 def _job_lines(job: JobView) -> list[str]:

@@ -15,6 +15,7 @@ from ratchet.core.budget.account import (
     Settlement,
     limits_of,
     recorded_limits,
+    standing,
 )
 from ratchet.core.budget.jobs import (
     Forecast,
@@ -31,5 +32,5 @@ from ratchet.core.budget.jobs import (
 __all__ = [
     "BUDGET_NAMES", "RESOURCES", "Account", "BudgetName", "BudgetStop", "Charge", "Forecast", "Reservation",
     "Resource", "ResourceName", "Settlement", "exhausted", "forecast", "gpu_hours_worst_case", "holdout_worst_case",
-    "launch_refusal", "limits_of", "recorded_limits", "spent_of", "trial_worst_case", "worst_case",
+    "launch_refusal", "limits_of", "recorded_limits", "spent_of", "standing", "trial_worst_case", "worst_case",
 ]

@@ -235,6 +235,14 @@ class Account:
         return account
 
 
+def standing(limits: Mapping[ResourceName, float], spent: Charge) -> dict[str, dict[str, float | str]]:
+    """Each limited budget's standing, in RESOURCES order: {budget name: {"used", "limit", "left",
+    "unit"}} ("left" never below 0); unlimited budgets are left out. What an agent may read."""
+    return {r.budget: {"used": spent[r.name], "limit": limits[r.name], "left": max(0, limits[r.name] - spent[r.name]),
+                       "unit": r.unit}
+            for r in RESOURCES if limits.get(r.name)}
+
+
 def recorded_limits(contract: Contract) -> dict[str, float]:
     """The run's limits as `run.started.data.limits` records them: {contract attribute: limit}
     (max_wall in seconds as `max_wall_s`)."""
