@@ -6,8 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ratchet.core.canonical import digest_bytes
+from ratchet.core.events import GENESIS_PREV, encode_event
 
 
 def ratchet(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str, str] | None = None
@@ -39,3 +43,16 @@ def events(root: Path, run_id: str) -> list[dict[str, Any]]:
     """The run's ledger events as dicts."""
     path = root / ".ratchet" / "runs" / run_id / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def rechain(path: Path, edit: Callable[[dict[str, Any]], bool]) -> None:
+    """Apply `edit` to every event (it returns True for the ones it changed) and re-compute the hash
+    chain, so the ledger is well formed again: what a careful forger would do."""
+    lines = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert any(edit(event) for event in lines), "the edit changed nothing"
+    prev, out = GENESIS_PREV, []
+    for event in lines:
+        line = encode_event(event["seq"], event["ts"], event["kind"], prev, event["data"])
+        out.append(line)
+        prev = digest_bytes(line)
+    path.write_bytes(b"\n".join(out) + b"\n")

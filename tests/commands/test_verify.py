@@ -11,16 +11,14 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ratchet
+from helpers import ratchet, rechain
 from repo_fixture import git, make_bench_repo
 
 from ratchet.core.canonical import canonical_bytes, digest_bytes
-from ratchet.core.events import GENESIS_PREV, encode_event
 from ratchet.ledger.signing import load_signer
 
 pytestmark = pytest.mark.slow
@@ -60,19 +58,6 @@ def verify(root: Path, run_id: str, *extra: str) -> tuple[int, dict[str, Any]]:
 
 def codes(out: dict[str, Any]) -> set[str]:
     return {f["code"] for f in out["result"]["findings"]}
-
-
-def rechain(path: Path, edit: Callable[[dict[str, Any]], bool]) -> None:
-    """Apply `edit` to every event (it returns True for the ones it changed) and re-compute the hash
-    chain, so the ledger is well formed again: what a careful forger would do."""
-    lines = [json.loads(line) for line in path.read_bytes().splitlines()]
-    assert any(edit(event) for event in lines), "the edit changed nothing"
-    prev, out = GENESIS_PREV, []
-    for event in lines:
-        line = encode_event(event["seq"], event["ts"], event["kind"], prev, event["data"])
-        out.append(line)
-        prev = digest_bytes(line)
-    path.write_bytes(b"\n".join(out) + b"\n")
 
 
 def test_a_campaign_run_verifies_with_and_without_the_project_key(campaign: tuple[Path, str]):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import events, ratchet
+from helpers import events, ratchet, rechain
 
 from ratchet.core.plan import unit_seeds
 from ratchet.ledger.events import read_events
@@ -559,6 +559,31 @@ def test_a_changed_contract_refuses_the_resume_naming_the_keys(project: Path):
     assert "budget.max_attempts" in out["error"]["message"] and "gate.units" in out["error"]["message"]
     assert "holdout_units" not in out["error"]["message"]
     assert _ledger(project)[-1]["kind"] == "attempt.started"  # the refused resume wrote nothing
+
+
+@pytest.mark.parametrize("recorded, resumes", [(2, True), (1, False), (None, False)])
+def test_a_resume_takes_the_ledger_formats_this_build_reads_and_refuses_older_ones(project: Path, recorded, resumes):
+    child = Child(project, crash_at="after:attempt.started:1")
+    assert child.wait() == -signal.SIGKILL
+    run_id = _run_id(project)
+
+    def set_format(event: dict[str, Any]) -> bool:
+        if event["kind"] != "run.started":
+            return False
+        if recorded is None:
+            del event["data"]["ledger_format"]  # before formats were recorded: format 1
+        else:
+            event["data"]["ledger_format"] = recorded
+        return True
+
+    rechain(project / ".ratchet" / "runs" / run_id / "events.jsonl", set_format)
+    code, out, _ = ratchet("run", str(project), "--resume", run_id)
+    if resumes:
+        assert code == 0 and out["result"]["run_id"] == run_id, out
+    else:
+        assert code == 2 and out["error"]["code"] == "ledger.old_format", out
+        assert f"ledger format {recorded or 1}" in out["error"]["message"]
+        assert _ledger(project)[-1]["kind"] == "attempt.started"  # the refused resume wrote nothing
 
 
 # -- replays that must judge exactly as the first time ------------------------------------------------

@@ -66,14 +66,21 @@ EVENT_KINDS: Mapping[str, str] = {
 
 assert set(get_args(EventKind)) == set(EVENT_KINDS)
 
-LEDGER_FORMAT = 2
+LEDGER_FORMAT = 3
 """The ledger format this build writes (`run.started` data.ledger_format; a run without it is format
-1). A change to what events mean or hold bumps it.
+1). A change to what events mean or hold bumps it; RESUMABLE_FORMATS says which this build resumes.
 
 1: before the one measurement path: no recorded preflight, examples plans of their own format, every
    give-up ending the campaign.
 2: the preflight recorded (stage `preflight`), examples plans as `Plan`s over example ids, give-ups
-   ending only their attempt (`stops_campaign`), agent legs and model calls recorded."""
+   ending only their attempt (`stops_campaign`), agent legs and model calls recorded.
+3: budget charges (`model.reserved.charge`, `model.called.charged`) keyed by resource name
+   (`model_calls`, `input_tokens`, `output_tokens`, `usd`; zeros left out) where format 2 wrote
+   `calls` and every key."""
+
+RESUMABLE_FORMATS: frozenset[int] = frozenset({2, 3})
+"""Formats this build resumes: format 2 reads the same but for its charges' `calls` key, which
+`core.budget.Charge.from_json` reads too."""
 
 GENESIS_PREV = "sha256:" + "0" * 64
 """The `prev` of the event with seq 0."""

@@ -27,7 +27,7 @@ from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import ContractError, DataError, RatchetError
-from ratchet.core.events import LEDGER_FORMAT, EventKind
+from ratchet.core.events import RESUMABLE_FORMATS, EventKind
 from ratchet.core.payloads import check_payload
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.blobs import BlobStore
@@ -290,10 +290,11 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
 def _check_format(run_id: str, recorded: Any) -> None:
     """Refuse to resume a run written in another ledger format (its steps would not replay the
     same). Raises DataError `ledger.old_format`."""
-    if recorded != LEDGER_FORMAT:
+    if recorded not in RESUMABLE_FORMATS:
+        formats = ", ".join(str(f) for f in sorted(RESUMABLE_FORMATS))
         raise DataError(
             "ledger.old_format",
-            f"run {run_id} was recorded in ledger format {recorded}; this build resumes format {LEDGER_FORMAT} only",
+            f"run {run_id} was recorded in ledger format {recorded}; this build resumes formats {formats} only",
             hint=f"start a new run with `ratchet run`; `ratchet status {run_id}` and `ratchet report {run_id}` "
                  "still read it",
         )
