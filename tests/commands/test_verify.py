@@ -140,6 +140,31 @@ def test_a_plan_edited_with_its_digest_and_rechained_fails_the_recompilation(cop
     assert plan_findings and "re-compiled" in plan_findings[0]["message"]
 
 
+@pytest.mark.parametrize("limit, caught", [(1.0, True), (3.0, False)])
+def test_gpu_hours_recorded_past_the_recorded_limit_are_caught(copy: tuple[Path, str], limit: float, caught: bool):
+    root, run_id = copy
+    job = {}
+
+    def two_gpu_hours(event: dict[str, Any]) -> bool:
+        d = event["data"]
+        if event["kind"] == "run.started":
+            d["limits"]["max_gpu_hours"] = limit
+            return True
+        if event["kind"] == "job.finished" and not d["cached"] and not job:
+            d["gpu_s"], job["seq"] = 7200.0, event["seq"]
+            return True
+        return False
+
+    rechain(run_dir(root, run_id) / "events.jsonl", two_gpu_hours)
+    code, out = verify(root, run_id)
+    budget = [f for f in out["result"]["findings"] if f["code"] == "verify.budget"]
+    if caught:
+        assert code == 3 and budget == [{"code": "verify.budget", "seq": job["seq"],
+                                         "message": "max_gpu_hours: 2.000 GPU h spent, the limit is 1.000 GPU h"}], out
+    else:
+        assert budget == [], out
+
+
 def test_a_plan_blob_edited_in_place_is_a_corrupt_blob(copy: tuple[Path, str]):
     root, run_id = copy
     events = [json.loads(line) for line in (run_dir(root, run_id) / "events.jsonl").read_bytes().splitlines()]

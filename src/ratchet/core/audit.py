@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ratchet.core.audit_view import Judged, Planned, RunView
+from ratchet.core.budget import RESOURCES, Charge, ResourceName
 from ratchet.core.events import Event
 from ratchet.core.gate_design import margin_for_state
 
@@ -274,9 +275,10 @@ def check_promotions(view: RunView, confirms: bool) -> list[Finding]:
 
 def check_budgets(view: RunView) -> list[Finding]:
     """Attempts (each number once, at most max_attempts), job-units charged (at most
-    max_evaluations when set) and examples trials on val (at most max_val_trials when set), against
+    max_evaluations when set), examples trials on val (at most max_val_trials when set), and what
+    jobs and model calls settled (GPU-hours, model calls, tokens, dollars: `check_settled`), against
     the limits run.started recorded."""
-    out: list[Finding] = []
+    out: list[Finding] = check_settled(view)
     limits = view.limits
     numbers = [n for _, n in view.attempts_started]
     cap = limits.get("max_attempts")
@@ -297,6 +299,36 @@ def check_budgets(view: RunView) -> list[Finding]:
     trials = [p for p in view.planned if p.stage == "trial"]
     if view.started.get("target_kind") == "examples" and isinstance(cap, int) and 0 < cap < len(trials):
         out.append(Finding("verify.budget", trials[cap].seq, f"{len(trials)} trials on val, max_val_trials is {cap}"))
+    return out
+
+
+SETTLED: frozenset[ResourceName] = frozenset({"gpu_hours", "model_calls", "input_tokens", "output_tokens", "usd"})
+"""The budgets the kernel never lets spending exceed whose spend is settled per job or call (the
+others are checked above, from their own events)."""
+
+
+def check_settled(view: RunView) -> list[Finding]:
+    """GPU-hours (each non-cached `job.finished` data.gpu_s) and the model budgets (each
+    `model.called` data.charged), summed in ledger order: the first event after which a sum exceeds
+    its recorded limit is a finding, as is a charge that does not read as one."""
+    settlements: list[tuple[int, Any]] = [(f.seq, {"gpu_hours": float(f.data.get("gpu_s") or 0.0) / 3600})
+                                          for f in view.finished if not f.cached and f.data.get("gpu_s")]
+    settlements = sorted(settlements + view.model_charged, key=lambda s: s[0])
+    limited = {r: view.limits[r.attribute] for r in RESOURCES
+               if r.name in SETTLED and isinstance(view.limits.get(r.attribute), int | float)}
+    out: list[Finding] = []
+    spent = Charge()
+    for seq, data in settlements:
+        try:
+            spent = spent + Charge.from_json(data)
+        except (ValueError, TypeError, AttributeError):
+            out.append(Finding("verify.budget", seq, f"a charge that does not read as one: {data!r}"))
+            continue
+        for r, limit in list(limited.items()):
+            if r.over(spent[r.name], limit):
+                del limited[r]  # one finding per budget: the first event past it
+                out.append(Finding("verify.budget", seq, f"{r.budget}: {r.fmt(spent[r.name])} spent, the limit is "
+                                                         f"{r.fmt(limit)}"))
     return out
 
 
