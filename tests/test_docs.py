@@ -127,10 +127,16 @@ def test_the_ledger_page_lists_every_event_kind_and_every_closed_set_value():
 
 
 def test_the_budgets_page_has_a_row_for_every_budget_and_shows_refusals_as_the_code_writes_them():
-    from ratchet.core.budget import BUDGET_NAMES, Account, Charge
+    from ratchet.core.budget import BUDGET_NAMES, Account, Charge, exhausted
+    from ratchet.core.contract_load import load_contract
+    from ratchet.core.state import BudgetUsed
 
     text = (REPO / "docs" / "budgets.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines() if line.startswith("| `max_")}
     assert rows == set(BUDGET_NAMES)
     spent = Account({"model_calls": 3}, Charge.of(model_calls=3)).refusal(Charge.of(model_calls=1), "a call")
     assert spent is not None and f"`{spent.detail}`" in text
+    digits = load_contract(REPO / "examples" / "digits").contract
+    contract = digits.model_copy(update={"budget": digits.budget.model_copy(update={"max_evaluations": 110})})
+    evaluations = exhausted(contract, BudgetUsed(attempts=1, evaluations=13), 0, reserve_units=36, next_units=72)
+    assert evaluations is not None and f"`{evaluations.detail}`" in (REPO / "docs" / "messages.md").read_text()
