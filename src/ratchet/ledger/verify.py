@@ -1,5 +1,5 @@
 """Verifying the ledger's lines: every line of an events.jsonl parsed and checked (`scan_events`),
-or its hash chain alone checked over the raw bytes (`check_chain`).
+or the hash chain of its lines from some offset on checked over the raw bytes (`check_chain`).
 
 `scan_events` never skips a line: a seq gap (`ledger.seq_gap`), a broken hash chain
 (`ledger.broken_chain`) or a malformed line (`ledger.malformed`: not JSON, not canonical, unknown
@@ -205,53 +205,38 @@ kind, prev, seq, ts, so the last occurrence in a line is the top-level one."""
 
 @dataclass(frozen=True)
 class Chain:
-    """The hash chain of the first lines of an events.jsonl, checked over its raw bytes by
-    `check_chain`.
+    """Lines of an events.jsonl whose hash chain `check_chain` checked over the raw bytes.
 
-    raw: all the bytes read; lines: the complete lines checked (no newline), in order;
-    last_digest: the digest of the last line checked (GENESIS_PREV when none); later_lines: complete
-    lines after them (not checked); torn: bytes after the last newline (a line being written or
-    left torn by a killed writer).
+    count: the complete lines checked; last_digest: the digest of the last one (the `prev` given
+    when none); torn: bytes follow the last newline (a line being written, or left torn by a
+    killed writer).
     """
 
-    raw: bytes
-    lines: list[bytes]
+    count: int
     last_digest: str
-    later_lines: int
     torn: bool
 
 
-def check_chain(raw: bytes, count: int | None = None) -> Chain | None:
-    """Check the hash chain of the first `count` lines (all complete lines when None) of the bytes
-    of an events.jsonl, without parsing their JSON.
+def check_chain(raw: bytes, start: int = 0, seq: int = 0, prev: str = GENESIS_PREV) -> Chain | None:
+    """Check the hash chain of every complete line of `raw` (an events.jsonl's bytes) from byte
+    `start` (a line start) on, without parsing their JSON: the first line has seq `seq` and `prev`
+    `prev`, and each later line k's `prev` is the sha256 digest of line k-1 and its seq one more.
 
-    For every line k checked: its `prev` is the sha256 digest of line k-1 (GENESIS_PREV for the
-    first) and its `seq` is k. The fields are found where the writer puts them (canonical JSON
-    sorts the top-level keys: data, kind, prev, seq, ts), and every line is hashed: a full chain
-    check, not a sample. It does not check each line's own form (canonical JSON, known kind,
-    timestamp): that was done when the line was appended and whenever `read_events` reads it. A
-    reader that trusts this check must therefore also match the last digest against one a verified
-    reader recorded (the index's, snapshot.py), which by the chain vouches for every line before.
-
-    Returns None when the bytes hold fewer than `count` complete lines or any line checked is not
-    chained as the writer chains it: `scan_events` then gives the precise verdict.
+    The fields are found where the writer puts them (canonical JSON sorts the top-level keys: data,
+    kind, prev, seq, ts), and every line is hashed. It does not check each line's own form
+    (canonical JSON, known kind, timestamp): `scan_events` does. Returns None when any line checked
+    is not chained as the writer chains it: `scan_events` then gives the precise verdict.
     """
-    lines = raw.split(b"\n")
+    lines = raw[start:].split(b"\n")
     tail = lines.pop()
-    count = len(lines) if count is None else count
-    if not 0 <= count <= len(lines):
-        return None
-    later = len(lines) - count
-    del lines[count:]
     sha256 = hashlib.sha256
-    digests = [sha256(line).hexdigest().encode() for line in lines]  # the bulk of the cost
+    digests = [sha256(line).hexdigest().encode() for line in lines]
     ats = [line.rfind(_PREV_AT) for line in lines]
     if -1 in ats:
         return None
-    prevs = [GENESIS_PREV[7:].encode(), *digests[:-1]]
-    for seq, (line, at, prev) in enumerate(zip(lines, ats, prevs, strict=True)):
-        if not line.startswith(b'%s","seq":%d,"ts":"' % (prev, seq), at + 17):
+    prevs = [prev[7:].encode(), *digests[:-1]]
+    for number, (line, at, expected) in enumerate(zip(lines, ats, prevs, strict=True)):
+        if not line.startswith(b'%s","seq":%d,"ts":"' % (expected, seq + number), at + 17):
             return None
-    last = "sha256:" + digests[-1].decode() if digests else GENESIS_PREV
-    return Chain(raw, lines, last, later, bool(tail))
-
+    last = "sha256:" + digests[-1].decode() if digests else prev
+    return Chain(len(lines), last, bool(tail))
