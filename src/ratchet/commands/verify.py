@@ -21,6 +21,7 @@ from typing import Any
 from ratchet.core import audit
 from ratchet.core.audit import Finding
 from ratchet.core.audit_view import Planned, RunView, read_view
+from ratchet.core.canonical import digest_bytes
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import parse_contract
 from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanError
@@ -147,7 +148,10 @@ def _plans(view: RunView, target: Target, blobs: BlobStore
             findings.append(Finding("verify.plan", p.seq, f"{p.stage} plan of attempt {p.attempt} cannot be "
                                     f"re-compiled: {exc}"))
             continue
-        recorded, compiled = _blob_or_none(blobs, p.plan_blob), plan.canonical_bytes()
+        recorded = _blob_or_none(blobs, p.plan_blob)
+        # bytes that hash to the re-compiled plan's digest are its canonical bytes: encoded only when not
+        same = recorded is not None and digest_bytes(recorded) == plan.digest
+        compiled = recorded if same and recorded is not None else plan.canonical_bytes()
         findings += audit.compare_plan(p, recorded, compiled, plan.digest)
         plans.append((p, plan))
         units[p.seq] = plan.units if recorded == compiled else _units_of(recorded, plan)
