@@ -28,7 +28,7 @@ from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanE
 from ratchet.core.events import LedgerLineError
 from ratchet.core.plan import Plan
 from ratchet.core.state import Folder, RunState
-from ratchet.core.stats.multiplicity import attempt_levels
+from ratchet.core.stats.multiplicity import AttemptLevels, attempt_levels
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import read_log_bytes, scan_events
 from ratchet.ledger.rundir import RunDir
@@ -175,39 +175,46 @@ def _blob_or_none(blobs: BlobStore, blob: Any) -> bytes | None:
 
 
 def _states_before(view: RunView, seqs: set[int]) -> dict[int, RunState]:
-    """seq -> the run's state as folded from the events before it (one pass over the ledger)."""
+    """seq -> the run's state as folded from the events before it (one pass over the ledger;
+    finished_jobs and running_jobs left empty)."""
     folder = Folder()
     out: dict[int, RunState] = {}
     for event in view.events:
         if event.seq in seqs:
-            out[event.seq] = folder.result()
+            out[event.seq] = folder.result(jobs=False)  # the levels and margins read no jobs
         folder.step(event)
     return out
 
 
-def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunState) -> float:
+def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunState,
+                    known: dict[tuple[Any, ...], AttemptLevels]) -> float:
     """The level loop/campaign.py grants the stage of `p`: alpha for the holdout and a comparison;
     else the attempt's trial or confirmation level (stats.multiplicity.attempt_levels) from what
-    the attempts before it did with theirs."""
+    the attempts before it did with theirs. `known`: levels already derived, by (attempt, history)
+    (an attempt's trial and confirmation share them)."""
     from ratchet.loop.campaign import level_history
 
     gate = contract.gate
     if p.stage == "holdout" or view.mode == "compare":
         return gate.alpha
     confirms = gate.confirm and contract.target.kind == "benchmark"
-    levels = attempt_levels(gate.alpha, gate.multiplicity, p.attempt, contract.budget.max_attempts,
-                            level_history(state, p.attempt), confirm=confirms)
-    return levels.confirm if p.stage == "confirm" else levels.trial
+    history = level_history(state, p.attempt)
+    key = (p.attempt, *history)
+    if key not in known:
+        known[key] = attempt_levels(gate.alpha, gate.multiplicity, p.attempt, contract.budget.max_attempts,
+                                    history, confirm=confirms)
+    return known[key].confirm if p.stage == "confirm" else known[key].trial
 
 
 def _settings(view: RunView, contract: Contract, plans: list[tuple[Planned, Plan]]) -> list[Finding]:
     out = []
     states = _states_before(view, {p.seq for p, _ in plans})
     gate = contract.gate
+    known: dict[tuple[Any, ...], AttemptLevels] = {}
     for p, _plan in plans:
         state = states[p.seq]
         margin = audit.expected_margin(p, gate.min_effect, gate.min_effect_rel, state.champion_mean)
-        out += audit.check_settings(p, _expected_level(view, contract, p, state), margin)
+        out += audit.check_settings(p, _expected_level(view, contract, p, state, known), margin)
     return out
 
 
