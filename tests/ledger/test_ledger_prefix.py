@@ -102,3 +102,16 @@ def test_an_index_of_the_older_schema_is_not_trusted_and_sync_rebuilds_it(indexe
         index.sync(read_events(indexed.events))
         assert index.schema_version() == INDEX_SCHEMA
     assert _status(indexed)["ledger"]["verified"] == "prefix_digest"
+
+
+@pytest.mark.parametrize(("gpu_s", "verified"), [(None, "prefix_digest"), (0, "prefix_digest"), (7.5, "full")])
+def test_gpu_seconds_send_status_to_the_full_read_only_when_they_count(run_dir, campaign, gpu_s, verified):
+    with EventLog.open(run_dir.events) as log, Index(run_dir.index) as index:
+        for kind, data, when in campaign:
+            if kind == "job.finished":
+                data = {**data, "gpu_s": gpu_s}
+            index.apply(log.append(kind, data, when))
+    fast = _status(run_dir)
+    assert fast["ledger"]["verified"] == verified
+    run_dir.index.unlink()
+    assert _without_ledger(fast) == _without_ledger(_status(run_dir))

@@ -91,7 +91,7 @@ class Snapshot:
         `fold` itself over the events it reads (session starts, repairs, the event before each, the last
         event); every other value mirrors fold field for field. None as well when the index holds values
         fold would read differently (a non-integer attempt number, more than one run.started, a job
-        finished twice, GPU seconds other than null, which the jobs table does not keep) or on any
+        finished twice, GPU seconds other than null or 0, which the jobs table does not keep) or on any
         SQLite error.
         """
         if self.last is None or self.prefix_end(raw) is None:
@@ -114,6 +114,10 @@ def _pair(lo: Any, hi: Any) -> tuple[Any, Any] | None:
     return None if lo is None and hi is None else (_number(lo), _number(hi))
 
 
+_NO_GPU = (b'"gpu_s":null', b'"gpu_s":0,', b'"gpu_s":0}')
+"""GPU seconds that add nothing to fold's GPU hours (null or 0, as every job without a GPU records)."""
+
+
 def _status_state(conn: sqlite3.Connection, raw: bytes, last: int) -> RunState | None:
     counts = dict(conn.execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall())
     first = conn.execute("SELECT kind FROM events WHERE seq = 0").fetchone()
@@ -121,7 +125,7 @@ def _status_state(conn: sqlite3.Connection, raw: bytes, last: int) -> RunState |
         "SELECT (SELECT COUNT(*) FROM attempts WHERE typeof(attempt) != 'integer') + "
         "(SELECT COUNT(*) FROM judgments WHERE stage = 'confirm' AND typeof(attempt) != 'integer')"
     ).fetchone()[0]
-    gpu = raw.count(b'"gpu_s":') != raw.count(b'"gpu_s":null')  # the jobs table has no GPU seconds to sum
+    gpu = raw.count(b'"gpu_s":') != sum(map(raw.count, _NO_GPU))  # the jobs table has no GPU seconds to sum
     if counts.get("run.started") != 1 or first != ("run.started",) or odd_attempts or gpu:
         return None
     budget = _budget(conn, counts, last)
