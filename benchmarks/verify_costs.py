@@ -86,6 +86,7 @@ class Builder:
         self.salt = f"{self.rng.getrandbits(128):032x}"
         self.target = BenchmarkTarget(self.contract, SandboxSpec(mode="none", network=False), self.salt)
         self.tick = 0
+        self.history: list[str] = []  # each finished attempt's outcome (multiplicity.LevelOutcome)
 
     def record(self, kind: str, data: dict[str, Any]) -> None:
         from ratchet.ledger.signing import SIGNED_KINDS
@@ -140,12 +141,16 @@ class Builder:
 
 
 def plan_level(b: Builder, plan: Any) -> float:
-    from ratchet.core.stats.multiplicity import trial_level
+    """The level loop/campaign.py grants the stage: alpha for the holdout, else the attempt's trial
+    or confirmation level (stats.multiplicity.attempt_levels) from what the earlier attempts did."""
+    from ratchet.core.stats.multiplicity import attempt_levels
 
     gate = b.contract.gate
     if plan.stage == "holdout":
         return gate.alpha
-    return trial_level(gate.alpha, gate.multiplicity, plan.trial, b.contract.budget.max_attempts)
+    levels = attempt_levels(gate.alpha, gate.multiplicity, plan.attempt, b.contract.budget.max_attempts,
+                            b.history[:plan.attempt - 1], confirm=gate.confirm)
+    return levels.confirm if plan.stage == "confirm" else levels.trial
 
 
 def build_run(root: Path, n_events: int, seed: int = 0) -> dict[str, int]:
@@ -167,12 +172,14 @@ def build_run(root: Path, n_events: int, seed: int = 0) -> dict[str, int]:
                                        "report_blob": b.blobs.put_bytes(f"attempt {attempt}".encode()),
                                        "params": None, "invalid": None, "diff_blob": None})
         effect = 2.0 if b.rng.random() < 0.03 else b.rng.uniform(-1.0, 0.1)
+        b.history.append("not_promoted")  # until promoted below
         judged = b.stage("trial", attempt, attempt, champion, candidate, 0, effect)
         if judged["verdict"] != "accepted":
             continue
         confirm = b.stage("confirm", attempt, attempt, champion, candidate, judged["units"], effect)
         if confirm["verdict"] != "accepted":
             continue
+        b.history[-1] = "promoted"
         b.record("champion.promoted", {"attempt": attempt, "commit": "1" * 40, "tree": candidate,
                                        "estimate": confirm["estimate"], "interval": confirm["interval"]})
         champion, promotions = candidate, promotions + 1

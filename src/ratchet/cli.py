@@ -8,21 +8,23 @@ Heavy modules (scipy, optuna, matplotlib) are imported inside commands, never at
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from ratchet import __version__
 from ratchet.core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RatchetError
-from ratchet.present.render import make_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _plain_help_option(option: Any) -> Any:
@@ -60,8 +62,23 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = make_console()
-err = make_console(stderr=True)
+
+
+@functools.cache
+def out() -> Console:
+    """The rich Console on stdout, made on first use (so a `--json` command never loads rich)."""
+    from ratchet.present.render import make_console
+
+    return make_console()
+
+
+@functools.cache
+def err() -> Console:
+    """The rich Console on stderr, made on first use."""
+    from ratchet.present.render import make_console
+
+    return make_console(stderr=True)
+
 
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print exactly one JSON object on stdout.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", metavar="", help="Show the traceback of an error.")]
@@ -112,16 +129,18 @@ def _fail(command: str, as_json: bool, debug: bool, error: dict[str, Any], code:
     if as_json:
         print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
     else:
-        err.print(f"[bold red]error[/] [dim]({escape(error['code'])})[/]: {escape(error['message'])}", soft_wrap=True)
+        from rich.markup import escape
+
+        err().print(f"[bold red]error[/] [dim]({escape(error['code'])})[/]: {escape(error['message'])}", soft_wrap=True)
         if error.get("hint"):
-            err.print(f"[yellow]hint[/]: {escape(str(error['hint']))}", soft_wrap=True)
+            err().print(f"[yellow]hint[/]: {escape(str(error['hint']))}", soft_wrap=True)
     raise typer.Exit(code)
 
 
 def version_callback(value: bool) -> None:
     """Print the version and exit (for `--version`)."""
     if value:
-        out.print(f"ratchet {__version__}")
+        out().print(f"ratchet {__version__}")
         raise typer.Exit(0)
 
 
@@ -147,7 +166,7 @@ def init(
     from ratchet.commands.init import init_project
     from ratchet.present.render import render_init
 
-    execute("init", as_json, debug, lambda: init_project(directory, kind), lambda r: render_init(out, r))
+    execute("init", as_json, debug, lambda: init_project(directory, kind), lambda r: render_init(out(), r))
 
 
 @app.command(cls=_Command)
@@ -163,7 +182,7 @@ def check(
     from ratchet.commands.check import check_report
     from ratchet.present.render import render_check
 
-    execute("check", as_json, debug, lambda: check_report(directory, preflight), lambda r: render_check(out, r))
+    execute("check", as_json, debug, lambda: check_report(directory, preflight), lambda r: render_check(out(), r))
 
 
 @app.command(cls=_Command)
@@ -180,27 +199,27 @@ def run(
     from ratchet.commands.run import run_project
     from ratchet.present.progress import LogUI, RichUI
 
-    ui = LogUI(err) if as_json else RichUI(err)
+    ui = LogUI(err()) if as_json else RichUI(err())
     execute("run", as_json, debug, lambda: run_project(directory, resume, ui, allow_concurrent), _render_run)
 
 
 def _render_run(r: dict[str, Any]) -> None:
     from ratchet.present.render import fmt_interval, fmt_num, fmt_p
 
-    out.print(f"run [bold]{r['run_id']}[/] stopped: [bold]{r['stop_reason']}[/]"
+    out().print(f"run [bold]{r['run_id']}[/] stopped: [bold]{r['stop_reason']}[/]"
               + (f" ({r['budget']})" if r.get("budget") else ""))
     h = r.get("holdout")
     if h:
-        out.print(f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
+        out().print(f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
                   f"[bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])} p {fmt_p(h['p_value'])}")
     else:
-        out.print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
+        out().print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
                   if not r["promotions"] else f"promotions: {r['promotions']}")
     if r.get("branch"):
-        out.print(f"champion branch: {r['branch']}")
+        out().print(f"champion branch: {r['branch']}")
     if r.get("resume"):
-        out.print(f"resume with: {r['resume']}")
-    out.print(f"report: {r['report']}")
+        out().print(f"resume with: {r['resume']}")
+    out().print(f"report: {r['report']}")
 
 
 @app.command(cls=_Command)
@@ -215,7 +234,7 @@ def compare(
     from ratchet.commands.compare import compare_revisions
     from ratchet.present.progress import LogUI, RichUI
 
-    ui = LogUI(err) if as_json else RichUI(err)
+    ui = LogUI(err()) if as_json else RichUI(err())
     execute("compare", as_json, debug, lambda: compare_revisions(directory, base, candidate, ui), _render_compare)
 
 
@@ -229,10 +248,10 @@ def _render_compare(r: dict[str, Any]) -> None:
         for row in r["units_table"]:
             table.add_row(str(row["unit"]), "failed" if row["base_failed"] else fmt_num(row["base"]),
                           "failed" if row["candidate_failed"] else fmt_num(row["candidate"]), fmt_num(row["gain"]))
-        out.print(table)
+        out().print(table)
     colour = {"accepted": "green", "rejected": "red"}.get(r["verdict"], "yellow")
-    out.print(f"[{colour}][bold]{r['verdict']}[/][/] ({r['reason']}): {r['reason_text']}")
-    out.print(f"estimate {fmt_num(r['estimate'])} {fmt_interval(r['interval'])}, p {fmt_p(r['p_value'])}, "
+    out().print(f"[{colour}][bold]{r['verdict']}[/][/] ({r['reason']}): {r['reason_text']}")
+    out().print(f"estimate {fmt_num(r['estimate'])} {fmt_interval(r['interval'])}, p {fmt_p(r['p_value'])}, "
               f"level {fmt_p(r['level'])}, units {r['units']}; run {r['run_id']}")
 
 
@@ -252,7 +271,7 @@ def status(
 def _render_status(r: dict[str, Any]) -> None:
     from ratchet.present.render import render_status
 
-    render_status(out, err, r)
+    render_status(out(), err(), r)
 
 
 @app.command(cls=_Command)
@@ -274,14 +293,14 @@ def report(
         from ratchet.present.evidence import render_attempt
 
         execute("report", as_json, debug, lambda: attempt_report(directory, run_id, attempt),
-                lambda r: render_attempt(out, r))
+                lambda r: render_attempt(out(), r))
         return
 
     def work() -> dict[str, Any]:
         run = find_run(directory, run_id)
         return {"run_id": run.run_id, "report": str((write_html_report if as_html else write_report)(run))}
 
-    execute("report", as_json, debug, work, lambda r: out.print(f"report: {r['report']}"))
+    execute("report", as_json, debug, work, lambda r: out().print(f"report: {r['report']}"))
 
 
 @app.command()
@@ -298,9 +317,9 @@ def watch(
     from ratchet.present.watch import render_frame
 
     if once or as_json:
-        execute("watch", as_json, debug, lambda: read_frame(directory, run_id), lambda r: out.print(render_frame(r)))
+        execute("watch", as_json, debug, lambda: read_frame(directory, run_id), lambda r: out().print(render_frame(r)))
     else:
-        execute("watch", False, debug, lambda: watch_run(directory, run_id, out), lambda r: None)
+        execute("watch", False, debug, lambda: watch_run(directory, run_id, out()), lambda r: None)
 
 
 @app.command(cls=_Command)
@@ -314,7 +333,7 @@ def abandon(
     from ratchet.commands.abandon import abandon_run
 
     execute("abandon", as_json, debug, lambda: abandon_run(directory, run_id),
-            lambda r: out.print(f"run [bold]{r['run_id']}[/] abandoned (it was {r['state_before']}); "
+            lambda r: out().print(f"run [bold]{r['run_id']}[/] abandoned (it was {r['state_before']}); "
                                 "its ledger, jobs and report are kept"))
 
 
@@ -331,7 +350,8 @@ def verify(
     from ratchet.commands.verify import verify_run
     from ratchet.present.evidence import render_verify
 
-    execute("verify", as_json, debug, lambda: verify_run(directory, run_id, key), lambda r: render_verify(out, err, r))
+    execute("verify", as_json, debug, lambda: verify_run(directory, run_id, key),
+            lambda r: render_verify(out(), err(), r))
 
 
 @app.command(cls=_Command)
@@ -352,10 +372,10 @@ def calibrate(
     from ratchet.present.calibration import render_calibrate
     from ratchet.present.progress import LogUI, RichUI
 
-    ui = LogUI(err) if as_json else RichUI(err)
+    ui = LogUI(err()) if as_json else RichUI(err())
     execute("calibrate", as_json, debug,
             lambda: calibrate_project(directory, rev=rev, seeds=seeds, effect=effect, ui=ui),
-            lambda r: render_calibrate(out, r))
+            lambda r: render_calibrate(out(), r))
 
 
 def main() -> None:

@@ -144,6 +144,9 @@ def _python_json(obj) -> bytes:
         lambda obj: _python_json({**obj, "data": {"n": [-(2**60)]}}),
         lambda obj: _python_json({**obj, "data": {"x": 2.0}}),
         lambda obj: _python_json({**obj, "data": {"x": 1e-05}}),
+        lambda obj: _python_json({**obj, "data": {"x": [1.5, [0.0]]}}),
+        lambda obj: _python_json({**obj, "data": {"s": 'say "2.5"', "x": 3.0}}),
+        lambda obj: _python_json({**obj, "data": {"s": "1e5 2.0 12345678901234567", "x": 12345678901234567}}),
     ],
     ids=[
         "not_canonical",
@@ -158,6 +161,9 @@ def _python_json(obj) -> bytes:
         "negative_integer_beyond_2_53_in_a_list",
         "integral_float",
         "exponent_float",
+        "integral_float_in_a_nested_list",
+        "integral_float_beside_an_escaped_string",
+        "long_integer_beside_a_string_of_number_text",
     ],
 )
 def test_malformed_lines_are_refused_with_their_line_number(written_log, mutate):

@@ -3,9 +3,9 @@
 A torn last line (a kernel killed mid-write) does not stop `status`: it shows what is complete and
 says so; only an explicit resume repairs the ledger.
 
-`status` always checks the ledger's hash chain. When the run's index holds exactly the ledger's
-events (the chain ends on the index's last event), the state is read from the index; otherwise
-every line is parsed and verified and the events are folded. `result.ledger` says which.
+`status` always checks the ledger. When it starts with exactly the lines the run's index was built
+from (their recorded segment hashes match), the state is read from the index; otherwise every line
+is parsed and verified and the events are folded. `result.ledger` says which.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.state import RunState, fold
-from ratchet.ledger.events import Chain, Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
+from ratchet.ledger.events import Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Snapshot
 from ratchet.ledger.lock import is_locked
@@ -60,13 +60,15 @@ def find_run(project_root: Path, run_id: str | None) -> RunDir:
 def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
     """The `ratchet status` result for `run_id` (the latest run when None).
 
-    `result.ledger`: {"events", "verified", "state_from"}. verified "hash_chain", state_from
+    `result.ledger`: {"events", "verified", "state_from"}. verified "prefix_digest", state_from
     "index": the index (whose events the kernel verified one by one as it wrote them) was read in
-    one snapshot, and the ledger's whole hash chain up to the index's last event was checked over
-    the raw bytes and ends on that event's digest. Lines beyond it are accepted only while a kernel
-    holds the run's lock (it is writing them; the state shown is the snapshot's). verified "full",
-    state_from "events": every line parsed and verified (canonical form, fields, seq, chain) and
-    folded; used whenever the index cannot vouch for the ledger. `events`: the events shown.
+    one snapshot, and the ledger's bytes up to the index's last event hash, segment by segment, to
+    what the index recorded of those lines (ledger/prefix.py): the file still starts with exactly
+    the verified lines. Lines beyond them are accepted only while a kernel holds the run's lock (it
+    is writing them; the state shown is the snapshot's), and only when their hash chain continues
+    from the index's last event. verified "full", state_from "events": every line parsed and
+    verified (canonical form, fields, seq, chain) and folded; used whenever the index cannot vouch
+    for the ledger. `events`: the events shown.
     Raises LedgerError for a damaged ledger (never a state read past a defect).
     """
     run = find_run(project_root, run_id)
@@ -74,16 +76,16 @@ def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
     snapshot = Snapshot.open(run.index)  # before the ledger: the kernel appends there first
     try:
         raw = read_log_bytes(run.events)
-        state, chain = _indexed_state(snapshot, raw, holder)
+        state, end = _indexed_state(snapshot, raw, holder)
     finally:
         if snapshot is not None:
             snapshot.close()
-    if state is not None and chain is not None:
+    if state is not None and end is not None:
         result = status_result(state, holder)
         if result["stop_reason"] is not None:
-            result["stop_detail"] = _stop_detail(chain)
+            result["stop_detail"] = _stop_detail(raw, end)
         result["warnings"] = []
-        result["ledger"] = {"events": len(chain.lines), "verified": "hash_chain", "state_from": "index"}
+        result["ledger"] = {"events": state.last_seq + 1, "verified": "prefix_digest", "state_from": "index"}
         return result
     events, torn = scan_events(raw)
     warning = _torn_warning(run, torn)
@@ -93,30 +95,36 @@ def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
     return result
 
 
-def _stop_detail(chain: Chain) -> str | None:
-    """`data.detail` of the last `run.stopped` among the chain's verified lines (the index does not
-    keep it), or None."""
-    for line in reversed(chain.lines):
-        if b'"kind":"run.stopped"' not in line:
-            continue
-        event = json.loads(line)
+_STOPPED = b'"kind":"run.stopped"'
+
+
+def _stop_detail(raw: bytes, end: int) -> str | None:
+    """`data.detail` of the last `run.stopped` among the first `end` bytes of the ledger (the index
+    does not keep it), or None."""
+    at = raw.rfind(_STOPPED, 0, end)
+    while at != -1:
+        start = raw.rfind(b"\n", 0, at) + 1
+        event = json.loads(raw[start:raw.index(b"\n", at)])
         if event.get("kind") == "run.stopped":
             detail = (event.get("data") or {}).get("detail")
             return detail if isinstance(detail, str) else None
+        at = raw.rfind(_STOPPED, 0, start)
     return None
 
 
-def _indexed_state(
-    snapshot: Snapshot | None, raw: bytes, holder: int | None
-) -> tuple[RunState | None, Chain | None]:
-    """The state from the index snapshot when the ledger's chain ends on its last event (see
-    run_status), else (None, None)."""
+def _indexed_state(snapshot: Snapshot | None, raw: bytes, holder: int | None) -> tuple[RunState | None, int | None]:
+    """(the state from the index snapshot, the end of the ledger prefix it vouches for) when the
+    ledger starts with the index's lines (see run_status), else (None, None)."""
     if snapshot is None or snapshot.last is None:
         return None, None
-    chain = check_chain(raw, snapshot.last[0] + 1)
-    if chain is None or ((chain.later_lines or chain.torn) and holder is None):
-        return None, None  # no writer: the index lags a kill, or a line is torn; fold says which
-    return snapshot.status_state(chain), chain
+    end = snapshot.prefix_end(raw)
+    if end is None:
+        return None, None
+    if end < len(raw):  # lines beyond the index: a kernel writing them, or the index lags a kill
+        later = check_chain(raw, end, snapshot.last[0] + 1, snapshot.last[1])
+        if holder is None or later is None:
+            return None, None  # no writer, or a broken line: the full verification says which
+    return snapshot.status_state(raw), end
 
 
 HTML_REPORT_NAME = "report.html"

@@ -21,13 +21,14 @@ from typing import Any
 from ratchet.core import audit
 from ratchet.core.audit import Finding
 from ratchet.core.audit_view import Planned, RunView, read_view
+from ratchet.core.canonical import digest_bytes
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import parse_contract
 from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanError
 from ratchet.core.events import LedgerLineError
 from ratchet.core.plan import Plan
 from ratchet.core.state import Folder, RunState
-from ratchet.core.stats.multiplicity import attempt_levels
+from ratchet.core.stats.multiplicity import AttemptLevels, attempt_levels
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import read_log_bytes, scan_events
 from ratchet.ledger.rundir import RunDir
@@ -147,7 +148,10 @@ def _plans(view: RunView, target: Target, blobs: BlobStore
             findings.append(Finding("verify.plan", p.seq, f"{p.stage} plan of attempt {p.attempt} cannot be "
                                     f"re-compiled: {exc}"))
             continue
-        recorded, compiled = _blob_or_none(blobs, p.plan_blob), plan.canonical_bytes()
+        recorded = _blob_or_none(blobs, p.plan_blob)
+        # bytes that hash to the re-compiled plan's digest are its canonical bytes: encoded only when not
+        same = recorded is not None and digest_bytes(recorded) == plan.digest
+        compiled = recorded if same and recorded is not None else plan.canonical_bytes()
         findings += audit.compare_plan(p, recorded, compiled, plan.digest)
         plans.append((p, plan))
         units[p.seq] = plan.units if recorded == compiled else _units_of(recorded, plan)
@@ -171,39 +175,46 @@ def _blob_or_none(blobs: BlobStore, blob: Any) -> bytes | None:
 
 
 def _states_before(view: RunView, seqs: set[int]) -> dict[int, RunState]:
-    """seq -> the run's state as folded from the events before it (one pass over the ledger)."""
+    """seq -> the run's state as folded from the events before it (one pass over the ledger;
+    finished_jobs and running_jobs left empty)."""
     folder = Folder()
     out: dict[int, RunState] = {}
     for event in view.events:
         if event.seq in seqs:
-            out[event.seq] = folder.result()
+            out[event.seq] = folder.result(jobs=False)  # the levels and margins read no jobs
         folder.step(event)
     return out
 
 
-def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunState) -> float:
+def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunState,
+                    known: dict[tuple[Any, ...], AttemptLevels]) -> float:
     """The level loop/campaign.py grants the stage of `p`: alpha for the holdout and a comparison;
     else the attempt's trial or confirmation level (stats.multiplicity.attempt_levels) from what
-    the attempts before it did with theirs."""
+    the attempts before it did with theirs. `known`: levels already derived, by (attempt, history)
+    (an attempt's trial and confirmation share them)."""
     from ratchet.loop.campaign import level_history
 
     gate = contract.gate
     if p.stage == "holdout" or view.mode == "compare":
         return gate.alpha
     confirms = gate.confirm and contract.target.kind == "benchmark"
-    levels = attempt_levels(gate.alpha, gate.multiplicity, p.attempt, contract.budget.max_attempts,
-                            level_history(state, p.attempt), confirm=confirms)
-    return levels.confirm if p.stage == "confirm" else levels.trial
+    history = level_history(state, p.attempt)
+    key = (p.attempt, *history)
+    if key not in known:
+        known[key] = attempt_levels(gate.alpha, gate.multiplicity, p.attempt, contract.budget.max_attempts,
+                                    history, confirm=confirms)
+    return known[key].confirm if p.stage == "confirm" else known[key].trial
 
 
 def _settings(view: RunView, contract: Contract, plans: list[tuple[Planned, Plan]]) -> list[Finding]:
     out = []
     states = _states_before(view, {p.seq for p, _ in plans})
     gate = contract.gate
+    known: dict[tuple[Any, ...], AttemptLevels] = {}
     for p, _plan in plans:
         state = states[p.seq]
         margin = audit.expected_margin(p, gate.min_effect, gate.min_effect_rel, state.champion_mean)
-        out += audit.check_settings(p, _expected_level(view, contract, p, state), margin)
+        out += audit.check_settings(p, _expected_level(view, contract, p, state, known), margin)
     return out
 
 

@@ -205,6 +205,7 @@ class Folder:
         self.last_seq = -1
         # Keys as the events hold them (replay never validates): ints and strs in a well-formed ledger.
         self.attempts: dict[Any, dict[str, Any]] = {}  # number -> AttemptState fields set so far
+        self.built: dict[Any, AttemptState] = {}  # number -> AttemptState as of its last change (for result)
         self.finished: dict[Any, Mapping[str, Any]] = {}
         self.running: dict[Any, int | None] = {}
         self.judged_since_promotion: set[Any] = set()
@@ -224,6 +225,7 @@ class Folder:
         if fields is None:
             fields = self.attempts[number] = {"attempt": number}
         fields.update(changes)
+        self.built.pop(number, None)
 
     def step(self, event: Event) -> None:
         handler = self.handlers.get(event.kind)
@@ -379,7 +381,18 @@ class Folder:
     def on_ledger_repaired(self, d: Mapping[str, Any]) -> None:
         self.repairs += 1
 
-    def result(self) -> RunState:
+    def _attempt(self, number: Any) -> AttemptState:
+        """The AttemptState of attempt `number`, built once per change (a caller asking for the
+        state after every event, `ratchet verify`, then pays per changed attempt, not per attempt)."""
+        built = self.built.get(number)
+        if built is None:
+            built = self.built[number] = AttemptState(**self.attempts[number])
+        return built
+
+    def result(self, jobs: bool = True) -> RunState:
+        """The frozen RunState after the events stepped so far. `jobs` False leaves finished_jobs
+        and running_jobs empty, sparing their copy (O(jobs)) to a reader that asks for the state
+        before many events and reads neither (`ratchet verify`'s levels and margins)."""
         return RunState(
             run_id=self.run_id,
             state=self.state,
@@ -392,11 +405,11 @@ class Folder:
             champion_mean=self.champion_mean,
             champion_bound=self.champion_bound,
             promotions=self.promotions,
-            attempts=tuple(AttemptState(**self.attempts[n]) for n in sorted(self.attempts)),
+            attempts=tuple(self._attempt(n) for n in sorted(self.attempts)),
             holdout=self.holdout,
             budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall_s),
-            finished_jobs=MappingProxyType(dict(self.finished)),
-            running_jobs=MappingProxyType(dict(self.running)),
+            finished_jobs=MappingProxyType(dict(self.finished) if jobs else {}),
+            running_jobs=MappingProxyType(dict(self.running) if jobs else {}),
             last_attempt=self.last_attempt,
             trials_run=self.trials_run,
             consecutive_without_promotion=len(self.judged_since_promotion),

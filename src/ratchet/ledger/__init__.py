@@ -2,10 +2,12 @@
 
 - events.py: the hash-chained events.jsonl, read and appended (EventLog, read_events, scan_log)
 - schema.py: one line of it (Event, the closed EVENT_KINDS list, GENESIS_PREV, LedgerLineError)
-- verify.py: checking its lines (scan_events) or only its hash chain (check_chain)
+- verify.py: checking its lines (scan_events) or only their hash chain from some offset (check_chain)
 - reducer.py: the pure fold of events into a RunState
 - index.py: the derived, rebuildable index.sqlite
-- snapshot.py: the state `ratchet status` shows, read from the index when the chain vouches for it
+- prefix.py: the index's segment hashes of the ledger's bytes, and checking a file against them
+- snapshot.py: the state `ratchet status` shows, read from the index when its segment hashes vouch
+  for the ledger's first bytes
 - blobs.py: content-addressed files under blobs/
 - lock.py: one writer per run (flock), is_locked for status
 - rundir.py: the run directory layout (DESIGN.md §7), run ids, .git/info/exclude

@@ -7,7 +7,11 @@ with the events). SQLite in WAL mode, so readers (status) do not block the write
 
 Tables: meta(key, value JSON), events(seq, ts, kind, prev, digest, data JSON),
 attempts(attempt, ...), plans(seq, ...), judgments(seq, ...), jobs(job_id, ...),
-promotions(seq, ...). Intervals are stored as two columns `interval_lo`, `interval_hi`.
+promotions(seq, ...), chain(segment, ...). Intervals are stored as two columns `interval_lo`,
+`interval_hi`. `chain` hashes the ledger's bytes in segments (prefix.py), so a reader can check that
+events.jsonl still starts with the lines the index was built from without re-reading them.
+`PRAGMA user_version` is the index's own schema version (INDEX_SCHEMA): `sync` rebuilds an index
+of another version.
 
 Reading `ratchet status`'s state from an index without writing it: snapshot.py (`Snapshot`, also
 importable from here).
@@ -15,6 +19,7 @@ importable from here).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -22,12 +27,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ratchet.core.canonical import canonical_bytes
+from ratchet.core.canonical import canonical_bytes, digest_bytes
 from ratchet.core.errors import LedgerError
 from ratchet.core.events import Event
+from ratchet.ledger.prefix import SEGMENT_EVENTS, Segment, line_bytes
 from ratchet.ledger.snapshot import Snapshot
 
-__all__ = ["SCHEMA", "TABLES", "Index", "Snapshot"]
+__all__ = ["INDEX_SCHEMA", "SCHEMA", "TABLES", "Index", "Snapshot"]
+
+INDEX_SCHEMA = 2
+"""The index's schema version, kept in `PRAGMA user_version`. 1 (stored as 0): no `chain` table.
+2: the `chain` table (prefix.py)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -54,11 +64,13 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE TABLE IF NOT EXISTS promotions (
     seq INTEGER PRIMARY KEY, attempt INTEGER, commit_hash TEXT, tree TEXT, estimate REAL,
     interval_lo REAL, interval_hi REAL);
+CREATE TABLE IF NOT EXISTS chain (
+    segment INTEGER PRIMARY KEY, end_seq INTEGER NOT NULL, end_offset INTEGER NOT NULL, sha256 TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS jobs_by_attempt ON jobs (attempt, stage);
 CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind);
 """
 
-TABLES = ("meta", "events", "attempts", "plans", "judgments", "jobs", "promotions")
+TABLES = ("meta", "events", "attempts", "plans", "judgments", "jobs", "promotions", "chain")
 """Every table of the index, in dump order."""
 
 _SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -92,6 +104,7 @@ class Index:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        self._segment: Segment | None = None  # the chain segment being appended to, read on first use
         self._conn = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
@@ -99,7 +112,13 @@ class Index:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(SCHEMA)
+        if conn.execute("SELECT NOT EXISTS (SELECT 1 FROM events)").fetchone()[0]:
+            conn.execute(f"PRAGMA user_version = {INDEX_SCHEMA}")  # a new index: this build's schema
         return conn
+
+    def schema_version(self) -> int:
+        """The schema version this index was built with (INDEX_SCHEMA for one built by this build)."""
+        return max(1, int(self._conn.execute("PRAGMA user_version").fetchone()[0]))
 
     def close(self) -> None:
         """Close the connection."""
@@ -124,6 +143,7 @@ class Index:
             applied = self._apply(event)
         except BaseException:
             self._conn.execute("ROLLBACK")
+            self._segment = None  # re-read from the rows the rollback kept
             raise
         self._conn.execute("COMMIT")
         return applied
@@ -133,6 +153,7 @@ class Index:
         self._conn.close()
         for suffix in ("", *_SIDE_FILES):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self._segment = None
         self._conn = self._connect()
         self._conn.execute("BEGIN IMMEDIATE")
         try:
@@ -140,14 +161,17 @@ class Index:
                 self._apply(event)
         except BaseException:
             self._conn.execute("ROLLBACK")
+            self._segment = None
             raise
         self._conn.execute("COMMIT")
 
     def sync(self, events: Sequence[Event]) -> int:
         """Bring the index up to date with `events` (the whole ledger, oldest first): apply the
-        new ones, or rebuild when the stored events disagree. Returns how many events were added."""
+        new ones, or rebuild when the stored events disagree or the index is of another schema
+        version (INDEX_SCHEMA). Returns how many events were added."""
         last = self.last_seq()
-        if last >= len(events) or (last >= 0 and self._digest_at(last) != events[last].digest):
+        if (last >= len(events) or (last >= 0 and self._digest_at(last) != events[last].digest)
+                or self.schema_version() != INDEX_SCHEMA):
             self.rebuild(events)
             return len(events)
         for event in events[last + 1 :]:
@@ -169,12 +193,52 @@ class Index:
                 f"index {self.path} cannot take event seq {event.seq} after seq {last}",
                 "rebuild the index from the events (Index.rebuild)",
             )
+        data_json = _sql(event.data)
         self._conn.execute(
             "INSERT INTO events (seq, ts, kind, prev, digest, data) VALUES (?, ?, ?, ?, ?, ?)",
-            (event.seq, event.ts, event.kind, event.prev, event.digest, _sql(event.data)),
+            (event.seq, event.ts, event.kind, event.prev, event.digest, data_json),
         )
         getattr(self, "_on_" + event.kind.replace(".", "_"))(event.seq, event.data)
+        self._chain(event.seq, event.digest, line_bytes(event.seq, event.ts, event.kind, event.prev, data_json))
         return True
+
+    def _chain(self, seq: int, digest: str, line: bytes) -> None:
+        """Add the line of event `seq` to the `chain` segments. Raises LedgerError
+        `ledger.index_stale` when the line does not hash to the event's digest or the segments do
+        not end on the event before (an index of an older schema: `sync` rebuilds it)."""
+        if digest_bytes(line) != digest:
+            raise LedgerError("ledger.index_stale", f"event seq {seq} does not re-encode to the line its digest names",
+                              "rebuild the index from the events (Index.rebuild)")
+        try:
+            segment = (self._segment or self._last_segment()).add(seq, line)
+        except ValueError as err:
+            raise LedgerError("ledger.index_stale", f"index {self.path}: the chain segments cannot take event "
+                              f"seq {seq}: {err}", "rebuild the index from the events (Index.rebuild)") from None
+        self._conn.execute("INSERT OR REPLACE INTO chain (segment, end_seq, end_offset, sha256) VALUES (?, ?, ?, ?)",
+                           segment.row())
+        self._segment = segment
+
+    def _last_segment(self) -> Segment:
+        """The last `chain` segment as stored, its hash state rebuilt from the index's own event rows
+        (at most prefix.SEGMENT_EVENTS lines); Segment.first() when there is none."""
+        rows = self._conn.execute("SELECT segment, end_seq, end_offset, sha256 FROM chain ORDER BY segment DESC "
+                                  "LIMIT 2").fetchall()
+        if not rows:
+            return Segment.first()
+        number, end_seq, end, sha = rows[0]
+        start = rows[1][2] if len(rows) > 1 else 0
+        segment = Segment(number, start, start, number * SEGMENT_EVENTS - 1, hashlib.sha256())
+        for seq, ts, kind, prev, digest, data in self._conn.execute(
+                "SELECT seq, ts, kind, prev, digest, data FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq",
+                (number * SEGMENT_EVENTS, end_seq)):
+            line = line_bytes(seq, ts, kind, prev, data)
+            if digest_bytes(line) != digest:
+                break
+            segment = segment.add(seq, line)
+        if segment.row() != (number, end_seq, end, sha):
+            raise LedgerError("ledger.index_stale", f"index {self.path}: chain segment {number} does not match "
+                              "its events", "rebuild the index from the events (Index.rebuild)")
+        return segment
 
     def _upsert(self, table: str, key: str, key_value: Any, **columns: Any) -> None:
         if key_value is None:

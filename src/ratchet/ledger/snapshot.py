@@ -1,9 +1,9 @@
 """The state `ratchet status` shows, read without writing from a run's index.sqlite (index.py).
 
-`Snapshot.status_state` reads it from an index that holds exactly the events of a ledger whose hash
-chain was just checked (verify.check_chain): the cheap path for long runs. Anything it cannot vouch
-for returns None, and the caller folds the ledger (reducer.fold). Every value mirrors fold's field
-for field.
+`Snapshot.prefix_end` checks that the ledger's bytes start with exactly the lines the index was
+built from (their segment hashes, prefix.py); `Snapshot.status_state` then reads the state from the
+index: the cheap path for long runs. Anything it cannot vouch for returns None, and the caller
+verifies and folds the ledger (state.fold). Every value mirrors fold's field for field.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from ratchet.core.canonical import MAX_SAFE_INT
 from ratchet.core.events import Event
 from ratchet.core.state import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
-from ratchet.ledger.verify import Chain
+from ratchet.ledger.prefix import SegmentRow, prefix_end
 
 _SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired")
 """The events whose timestamps (with their predecessors' and the last event's) fix the wall clock."""
@@ -27,12 +27,14 @@ _SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired")
 
 class Snapshot:
     """A read-only view of an index.sqlite, frozen at `open` (one read transaction: a kernel
-    writing meanwhile is not seen). `last`: (seq, digest) of its last event, None when empty.
-    Close it when done."""
+    writing meanwhile is not seen). `last`: (seq, digest) of its last event, None when empty;
+    `segments`: its `chain` rows (empty for an index of an older schema). Close it when done."""
 
-    def __init__(self, conn: sqlite3.Connection, last: tuple[int, str] | None):
+    def __init__(self, conn: sqlite3.Connection, last: tuple[int, str] | None, segments: list[SegmentRow]):
         self._conn = conn
         self.last = last
+        self.segments = segments
+        self._checked: tuple[bytes, int | None] | None = None  # (raw, prefix_end(raw)) of the last check
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Snapshot | None:
@@ -52,7 +54,12 @@ class Snapshot:
         except sqlite3.Error:
             conn.close()
             return None
-        return cls(conn, None if row is None else (row[0], row[1]))
+        try:
+            query = "SELECT segment, end_seq, end_offset, sha256 FROM chain ORDER BY segment"
+            segments = conn.execute(query).fetchall()
+        except sqlite3.Error:
+            segments = []  # an index of schema 1: nothing vouches for the ledger's bytes
+        return cls(conn, None if row is None else (row[0], row[1]), segments)
 
     def close(self) -> None:
         """End the read transaction and close the connection."""
@@ -64,25 +71,33 @@ class Snapshot:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def status_state(self, chain: Chain) -> RunState | None:
+    def prefix_end(self, raw: bytes) -> int | None:
+        """How many bytes of `raw` (the ledger's) are exactly the lines this index was built from
+        (prefix.prefix_end over its `chain` rows, ending on its last event), or None."""
+        if self.last is None:
+            return None
+        if self._checked is None or self._checked[0] is not raw:
+            self._checked = (raw, prefix_end(raw, self.segments, *self.last))
+        return self._checked[1]
+
+    def status_state(self, raw: bytes) -> RunState | None:
         """The RunState fields `ratchet status` reads, or None.
 
-        Only when `chain` (verify.check_chain over the ledger's first lines) ends on this index's
-        last event (same count, same digest): every earlier line is then pinned by its successor's
-        `prev`, so the index holds exactly those events, each verified by the kernel before it was
-        indexed. Filled: run_id, state, stop_reason, stop_budget, baseline, champion, promotions,
-        attempts, holdout, budget_used, limits, last_seq. Not filled (defaults; never resume from
-        this): finished_jobs, running_jobs, open_trial, trial counters, salt and the other
-        run.started facts. The wall clock comes from `fold` itself over the events it reads
-        (session starts, repairs, the event before each, the last event); every other value
-        mirrors fold field for field. None as well when the index holds values fold would read
-        differently (a non-integer attempt number, more than one run.started, a job finished twice,
-        GPU seconds, which the jobs table does not keep) or on any SQLite error.
+        Only when `raw` (the ledger's bytes) starts with exactly the lines this index was built from
+        (`prefix_end`), each verified by the kernel before it was indexed. Filled: run_id, state,
+        stop_reason, stop_budget, baseline, champion, promotions, attempts, holdout, budget_used,
+        limits, last_seq. Not filled (defaults; never resume from this): finished_jobs, running_jobs,
+        open_trial, trial counters, salt and the other run.started facts. The wall clock comes from
+        `fold` itself over the events it reads (session starts, repairs, the event before each, the last
+        event); every other value mirrors fold field for field. None as well when the index holds values
+        fold would read differently (a non-integer attempt number, more than one run.started, a job
+        finished twice, GPU seconds other than null or 0, which the jobs table does not keep) or on any
+        SQLite error.
         """
-        if self.last is None or (len(chain.lines) - 1, chain.last_digest) != self.last:
+        if self.last is None or self.prefix_end(raw) is None:
             return None
         try:
-            return _status_state(self._conn, chain)
+            return _status_state(self._conn, raw, self.last[0])
         except (sqlite3.Error, ValueError, TypeError, KeyError):
             return None
 
@@ -99,15 +114,18 @@ def _pair(lo: Any, hi: Any) -> tuple[Any, Any] | None:
     return None if lo is None and hi is None else (_number(lo), _number(hi))
 
 
-def _status_state(conn: sqlite3.Connection, chain: Chain) -> RunState | None:
-    last = len(chain.lines) - 1
+_NO_GPU = (b'"gpu_s":null', b'"gpu_s":0,', b'"gpu_s":0}')
+"""GPU seconds that add nothing to fold's GPU hours (null or 0, as every job without a GPU records)."""
+
+
+def _status_state(conn: sqlite3.Connection, raw: bytes, last: int) -> RunState | None:
     counts = dict(conn.execute("SELECT kind, COUNT(*) FROM events GROUP BY kind").fetchall())
     first = conn.execute("SELECT kind FROM events WHERE seq = 0").fetchone()
     odd_attempts = conn.execute(
         "SELECT (SELECT COUNT(*) FROM attempts WHERE typeof(attempt) != 'integer') + "
         "(SELECT COUNT(*) FROM judgments WHERE stage = 'confirm' AND typeof(attempt) != 'integer')"
     ).fetchone()[0]
-    gpu = b'"gpu_s":' in chain.raw  # the jobs table has no GPU seconds to sum
+    gpu = raw.count(b'"gpu_s":') != sum(map(raw.count, _NO_GPU))  # the jobs table has no GPU seconds to sum
     if counts.get("run.started") != 1 or first != ("run.started",) or odd_attempts or gpu:
         return None
     budget = _budget(conn, counts, last)

@@ -1,5 +1,5 @@
 """Verifying the ledger's lines: every line of an events.jsonl parsed and checked (`scan_events`),
-or its hash chain alone checked over the raw bytes (`check_chain`).
+or the hash chain of its lines from some offset on checked over the raw bytes (`check_chain`).
 
 `scan_events` never skips a line: a seq gap (`ledger.seq_gap`), a broken hash chain
 (`ledger.broken_chain`) or a malformed line (`ledger.malformed`: not JSON, not canonical, unknown
@@ -16,6 +16,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from ratchet.core.canonical import CanonicalError, canonical_bytes, digest_bytes
 from ratchet.core.events import (
@@ -45,22 +47,44 @@ byte-identical to RFC 8785."""
 _MAX_SAFE_DIGITS = 15
 """Integer tokens longer than this may lie beyond 2**53 - 1, which RFC 8785 refuses."""
 
-
 _DIGIT_CLASSES = bytes(48 if 48 <= c <= 57 else 46 if c == 46 else 32 for c in range(256))
 """bytes.translate table: digits to `0`, `.` kept, everything else to a space."""
 
 _LONG_RUN = b" " + b"0" * (_MAX_SAFE_DIGITS + 1)
-"""A digit run longer than _MAX_SAFE_DIGITS after a non-digit that is not `.`, once translated."""
+"""A digit run longer than _MAX_SAFE_DIGITS after a non-digit that is not `.`, once translated
+(digits inside strings, a hex digest, may match too: the exact check then decides)."""
+
+
+def _risky_outside_strings(text: bytes) -> bool:
+    """True when `text`, a JSON line's text outside its strings (numbers, literals, punctuation),
+    holds a number with an exponent, an integral float (`2.0`: a `.0` that ends its token) or an
+    integer of more than _MAX_SAFE_DIGITS digits."""
+    if b"E" in text or b"e" in text.replace(b"true", b"").replace(b"false", b""):
+        return True
+    if b".0," in text or b".0}" in text or b".0]" in text:
+        return True
+    return _LONG_RUN in text.translate(_DIGIT_CLASSES)
+
+
+_orjson_loads = orjson.loads
+_orjson_dumps = orjson.dumps
 
 
 class _LineReader:
     """Parses ledger lines exactly as json.loads does, and notes number tokens on which Python's
     JSON and RFC 8785 may disagree: an exponent (Python writes 1e-05, RFC 8785 0.00001), an integral
     float (2.0 against 2) and integers of more than _MAX_SAFE_DIGITS characters. One per scan or
-    append (the note is per instance, not shared between threads)."""
+    append (the note is per instance, not shared between threads).
+
+    A line without a backslash is parsed by orjson (which reads every JSON number, string and
+    literal to the same Python value as json.loads) and its number tokens are found in its text
+    outside the strings (split at `"`: without escapes, every `"` opens or closes a string). A line
+    with a backslash, or one orjson refuses, is parsed by json.loads step for step with a hook on
+    every float token (its errors are then json.loads's own)."""
 
     def __init__(self) -> None:
         self.risky = False
+        self._by_orjson = False  # the last line was parsed by orjson (so it has no backslash)
         self._decoder = json.JSONDecoder(parse_float=self._float)  # ints: the C fast path, no hook
 
     def _float(self, text: str) -> float:
@@ -68,17 +92,21 @@ class _LineReader:
             self.risky = True
         return float(text)
 
-    @staticmethod
-    def long_integer(line: bytes) -> bool:
-        """True when `line` may hold an integer token of more than _MAX_SAFE_DIGITS digits: a digit
-        run that long not after a `.` (a float's fraction). Digits inside strings (a hex digest) may
-        answer True too; the exact check then decides."""
-        return _LONG_RUN in line.translate(_DIGIT_CLASSES)
-
     def loads(self, line: bytes) -> Any:
-        """json.loads(line), step for step (encoding detection, surrogatepass). Raises ValueError."""
-        self.risky = False
-        return self._decoder.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
+        """json.loads(line), to the same value (errors: ValueError)."""
+        if b"\\" not in line:
+            try:
+                obj = _orjson_loads(line)
+            except ValueError:
+                pass  # refused (NaN, a huge integer, a BOM...): json.loads decides, as before
+            else:
+                self.risky = _risky_outside_strings(b"".join(line.split(b'"')[::2]))
+                self._by_orjson = True
+                return obj
+        self.risky = self._by_orjson = False
+        obj = self._decoder.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
+        self.risky = self.risky or _LONG_RUN in line.translate(_DIGIT_CLASSES)
+        return obj
 
     def is_canonical(self, obj: Any, line: bytes) -> bool:
         """True when `line` (just read by `loads` into `obj`) is the RFC 8785 form of `obj`.
@@ -86,15 +114,22 @@ class _LineReader:
         Fast path: on an ASCII line (keys then sort the same by code point as by UTF-16 unit, and
         both encoders escape the same characters in strings) without a risky number, RFC 8785 and
         the stdlib's C encoder write the same bytes, so the line is canonical when the latter
-        writes it back byte for byte. Every other line, and any line the fast path does not
-        confirm, is decided by the exact check canonical_bytes(obj) == line (which raises
-        CanonicalError/ValueError for values without a canonical form).
+        writes it back byte for byte. A line orjson parsed (no backslash: its strings need no
+        escape) is written back by orjson instead, several times faster: on such a line orjson
+        writes what RFC 8785 writes too (floats as the shortest round-trip digits, positional from
+        1e-5 to below 1e16 as ECMAScript, an exponent elsewhere, which the risky-number note or the
+        comparison turns away; tests/ledger/test_ledger_reader.py checks it). Every other line, and
+        any line the fast path does not confirm, is decided by the exact check
+        canonical_bytes(obj) == line (which raises CanonicalError/ValueError for values without a
+        canonical form).
         """
-        if not self.risky and line.isascii() and not self.long_integer(line):
+        if not self.risky and line.isascii():
             try:
-                if _FAST_ENCODER.encode(obj).encode("utf-8") == line:
+                if self._by_orjson and _orjson_dumps(obj, option=orjson.OPT_SORT_KEYS) == line:
                     return True
-            except (ValueError, UnicodeEncodeError):
+                if not self._by_orjson and _FAST_ENCODER.encode(obj).encode("utf-8") == line:
+                    return True
+            except (ValueError, TypeError, UnicodeEncodeError):
                 pass  # NaN/Infinity or a lone surrogate: the exact check names the defect
         return canonical_bytes(obj) == line
 
@@ -205,53 +240,38 @@ kind, prev, seq, ts, so the last occurrence in a line is the top-level one."""
 
 @dataclass(frozen=True)
 class Chain:
-    """The hash chain of the first lines of an events.jsonl, checked over its raw bytes by
-    `check_chain`.
+    """Lines of an events.jsonl whose hash chain `check_chain` checked over the raw bytes.
 
-    raw: all the bytes read; lines: the complete lines checked (no newline), in order;
-    last_digest: the digest of the last line checked (GENESIS_PREV when none); later_lines: complete
-    lines after them (not checked); torn: bytes after the last newline (a line being written or
-    left torn by a killed writer).
+    count: the complete lines checked; last_digest: the digest of the last one (the `prev` given
+    when none); torn: bytes follow the last newline (a line being written, or left torn by a
+    killed writer).
     """
 
-    raw: bytes
-    lines: list[bytes]
+    count: int
     last_digest: str
-    later_lines: int
     torn: bool
 
 
-def check_chain(raw: bytes, count: int | None = None) -> Chain | None:
-    """Check the hash chain of the first `count` lines (all complete lines when None) of the bytes
-    of an events.jsonl, without parsing their JSON.
+def check_chain(raw: bytes, start: int = 0, seq: int = 0, prev: str = GENESIS_PREV) -> Chain | None:
+    """Check the hash chain of every complete line of `raw` (an events.jsonl's bytes) from byte
+    `start` (a line start) on, without parsing their JSON: the first line has seq `seq` and `prev`
+    `prev`, and each later line k's `prev` is the sha256 digest of line k-1 and its seq one more.
 
-    For every line k checked: its `prev` is the sha256 digest of line k-1 (GENESIS_PREV for the
-    first) and its `seq` is k. The fields are found where the writer puts them (canonical JSON
-    sorts the top-level keys: data, kind, prev, seq, ts), and every line is hashed: a full chain
-    check, not a sample. It does not check each line's own form (canonical JSON, known kind,
-    timestamp): that was done when the line was appended and whenever `read_events` reads it. A
-    reader that trusts this check must therefore also match the last digest against one a verified
-    reader recorded (the index's, snapshot.py), which by the chain vouches for every line before.
-
-    Returns None when the bytes hold fewer than `count` complete lines or any line checked is not
-    chained as the writer chains it: `scan_events` then gives the precise verdict.
+    The fields are found where the writer puts them (canonical JSON sorts the top-level keys: data,
+    kind, prev, seq, ts), and every line is hashed. It does not check each line's own form
+    (canonical JSON, known kind, timestamp): `scan_events` does. Returns None when any line checked
+    is not chained as the writer chains it: `scan_events` then gives the precise verdict.
     """
-    lines = raw.split(b"\n")
+    lines = raw[start:].split(b"\n")
     tail = lines.pop()
-    count = len(lines) if count is None else count
-    if not 0 <= count <= len(lines):
-        return None
-    later = len(lines) - count
-    del lines[count:]
     sha256 = hashlib.sha256
-    digests = [sha256(line).hexdigest().encode() for line in lines]  # the bulk of the cost
+    digests = [sha256(line).hexdigest().encode() for line in lines]
     ats = [line.rfind(_PREV_AT) for line in lines]
     if -1 in ats:
         return None
-    prevs = [GENESIS_PREV[7:].encode(), *digests[:-1]]
-    for seq, (line, at, prev) in enumerate(zip(lines, ats, prevs, strict=True)):
-        if not line.startswith(b'%s","seq":%d,"ts":"' % (prev, seq), at + 17):
+    prevs = [prev[7:].encode(), *digests[:-1]]
+    for number, (line, at, expected) in enumerate(zip(lines, ats, prevs, strict=True)):
+        if not line.startswith(b'%s","seq":%d,"ts":"' % (expected, seq + number), at + 17):
             return None
-    last = "sha256:" + digests[-1].decode() if digests else GENESIS_PREV
-    return Chain(raw, lines, last, later, bool(tail))
-
+    last = "sha256:" + digests[-1].decode() if digests else prev
+    return Chain(len(lines), last, bool(tail))

@@ -25,6 +25,7 @@ level wasted). Without confirmation the trial gets all of a.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -67,8 +68,14 @@ def campaign_weight(trial_index: int, max_attempts: int) -> float:
         raise ValueError(f"trial_index and max_attempts must be >= 1, got {trial_index}, {max_attempts}")
     if trial_index > max_attempts:
         return 0.0
-    harmonic = math.fsum(1.0 / t for t in range(1, max_attempts + 1))
-    return (1.0 / trial_index) / harmonic
+    return (1.0 / trial_index) / _harmonic(max_attempts)
+
+
+@functools.lru_cache(maxsize=64)
+def _harmonic(max_attempts: int) -> float:
+    """H_T = 1 + 1/2 + ... + 1/T (math.fsum: correctly rounded), computed once per T: attempt_level
+    asks for it at every attempt up to the current one, and a long run has thousands."""
+    return math.fsum(1.0 / t for t in range(1, max_attempts + 1))
 
 
 def trial_level(alpha: float, multiplicity: Multiplicity, trial_index: int, max_attempts: int) -> float:
