@@ -35,6 +35,7 @@ from ratchet.ledger.rundir import RunDir
 from ratchet.ledger.signing import SIGNED_KINDS, check_signature, read_public_key
 from ratchet.loop.trial import settings_for
 from ratchet.targets.base import Target
+from ratchet.targets.examples_target import ExamplesTarget
 
 
 def verify_run(project_root: Path, run_id: str | None, key: Path | None = None) -> dict[str, Any]:
@@ -84,8 +85,8 @@ def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore,
     findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
     findings += audit.check_budgets(view)
     findings += audit.check_holdout(view, units)
-    if target.kind == "examples":
-        split = target.split  # type: ignore[attr-defined]
+    if isinstance(target, ExamplesTarget):
+        split = target.split
         ids = {name: [ex.id for ex in getattr(split, name)] for name in ("dev", "val", "test")}
         findings += audit.check_splits(view, ids, units)
     signature_findings, notes = audit.check_signatures(view, SIGNED_KINDS, check_signature, given_key)
@@ -141,8 +142,8 @@ def _plans(view: RunView, target: Target, blobs: BlobStore
             findings.append(inputs)
             continue
         try:
-            looks = target.looks(inputs.stage, inputs.units_used)  # type: ignore[arg-type]
-            plan = target.plan(inputs.stage, inputs.attempt, inputs.trial, inputs.champion_tree,  # type: ignore[arg-type]
+            looks = target.looks(inputs.stage, inputs.units_used)
+            plan = target.plan(inputs.stage, inputs.attempt, inputs.trial, inputs.champion_tree,
                                inputs.candidate_tree, looks)
         except (PlanError, ValueError) as exc:
             findings.append(Finding("verify.plan", p.seq, f"{p.stage} plan of attempt {p.attempt} cannot be "

@@ -17,6 +17,7 @@ from ratchet.core.audit_view import Judged, Planned, RunView
 from ratchet.core.budget import RESOURCES, Charge, ResourceName
 from ratchet.core.events import Event
 from ratchet.core.gate_design import margin_for_state
+from ratchet.core.vocab import Stage
 
 FindingCode = Literal[
     "verify.chain",
@@ -89,7 +90,7 @@ class PlanInputs:
     """What a plan must be compiled from, as the ledger says: the stage, attempt, trial index, the
     two trees and (confirm) the units its trial decided on."""
 
-    stage: str
+    stage: Stage
     attempt: int
     trial: int
     champion_tree: str

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ratchet.core.stats.multiplicity import Multiplicity, trial_level
 from ratchet.core.stats.paired import Kind
@@ -81,7 +82,8 @@ class Noise:
     def from_json(cls, data: dict[str, object]) -> Noise:
         """Rebuild from `to_json()` output. Raises ValueError on missing or mistyped fields."""
         try:
-            noise = cls(**{name: data[name] for name in cls.__dataclass_fields__})  # type: ignore[arg-type]
+            fields: dict[str, Any] = {name: data[name] for name in cls.__dataclass_fields__}
+            noise = cls(**fields)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a noise estimate: {exc}") from None
         if not all(isinstance(getattr(noise, f), int | float) for f in ("mean", "repeat_sd", "seed_sd",
