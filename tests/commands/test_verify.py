@@ -113,6 +113,25 @@ def test_a_per_unit_result_edited_and_rechained_fails_the_verdict(copy: tuple[Pa
     assert "verify.signature" in codes(out)
 
 
+def test_forked_workers_find_exactly_what_one_process_finds(copy: tuple[Path, str]):
+    from ratchet.commands.verify import verify_run
+
+    root, run_id = copy
+
+    def boost(event: dict[str, Any]) -> bool:
+        d = event["data"]
+        if event["kind"] == "job.finished" and d.get("job_id") == "a0002-trial-u000-candidate":
+            d["value"] = 1000.0
+            return True
+        return False
+
+    rechain(run_dir(root, run_id) / "events.jsonl", boost)
+    alone = verify_run(root, run_id, workers=1)
+    forked = verify_run(root, run_id, workers=3)
+    assert "verify.verdict" in {f["code"] for f in alone["findings"]}
+    assert forked["findings"] == alone["findings"] and forked["checked"] == alone["checked"]
+
+
 def test_a_plan_edited_with_its_digest_and_rechained_fails_the_recompilation(copy: tuple[Path, str]):
     root, run_id = copy
     blobs = run_dir(root, run_id) / "blobs"

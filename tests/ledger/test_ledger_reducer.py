@@ -155,3 +155,21 @@ def test_the_state_is_frozen(events):
 
 def test_fold_is_pure_and_repeatable(events):
     assert fold(events) == fold(list(events)) == fold(iter(events))
+
+
+def test_the_state_after_each_event_lists_every_attempt_as_it_stands(events, run_dir):
+    """Folder.result() re-lists only the attempts touched since it was last asked (what verify asks
+    before every plan): after every event of a campaign, and with attempt numbers out of order,
+    its attempts are every attempt's fields so far, in number order."""
+    from ratchet.core.state import AttemptState, Folder
+
+    with EventLog.open(run_dir.events) as log:
+        for number in (3, 1, 2):
+            log.append("attempt.started", {"attempt": number}, NOW)
+            log.append("trial.judged", {"stage": "trial", "verdict": "rejected", "attempt": 1}, NOW)
+    for ledger in (events, read_events(run_dir.events)):
+        folder = Folder()
+        for i, event in enumerate(ledger):
+            folder.step(event)
+            expected = tuple(AttemptState(**folder.attempts[n]) for n in sorted(folder.attempts))
+            assert folder.result(jobs=False).attempts == expected, f"after event {i}"

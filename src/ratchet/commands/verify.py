@@ -14,10 +14,13 @@ differed); 2 the run cannot be read (no such run, no ledger, no contract, no run
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from ratchet.commands.verify_rederive import Recorded, rebuild_target, rederive
 from ratchet.core import audit
 from ratchet.core.audit import Finding
 from ratchet.core.audit_view import Planned, RunView, read_view
@@ -37,11 +40,22 @@ from ratchet.loop.trial import settings_for
 from ratchet.targets.base import Target
 from ratchet.targets.examples_target import ExamplesTarget
 
+T = TypeVar("T")
 
-def verify_run(project_root: Path, run_id: str | None, key: Path | None = None) -> dict[str, Any]:
+PARALLEL_MIN_PLANS = 200
+"""Runs with at least this many plans re-compile and re-judge them in forked worker processes (one
+per CPU this process may use, at most MAX_WORKERS); smaller runs in this process (a fork costs more)."""
+
+MAX_WORKERS = 8
+
+
+def verify_run(project_root: Path, run_id: str | None, key: Path | None = None,
+               workers: int | None = None) -> dict[str, Any]:
     """`ratchet verify`: {"run_id", "verified", "events", "head", "checked", "findings", "warnings"}
-    (`_exit_code` 3 and `_error` when a check failed). Raises DataError / LedgerError / ContractError
-    (exit 2) when the run cannot be read, DataError `keys.bad_public_key` for an unreadable `key`."""
+    (`_exit_code` 3 and `_error` when a check failed). `workers`: processes re-compiling plans and
+    re-deriving verdicts (None: PARALLEL_MIN_PLANS decides; the findings are the same either way).
+    Raises DataError / LedgerError / ContractError (exit 2) when the run cannot be read, DataError
+    `keys.bad_public_key` for an unreadable `key`."""
     from ratchet.commands.runs import find_run
 
     run = find_run(project_root, run_id)
@@ -59,7 +73,10 @@ def verify_run(project_root: Path, run_id: str | None, key: Path | None = None) 
     contract = _contract(run)
     view = read_view(events)
     blobs = BlobStore(run.blobs)
-    findings, checked = _check_all(run, view, contract, blobs, given_key, warnings)
+    if workers is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        workers = min(cpus, MAX_WORKERS) if len(view.planned) >= PARALLEL_MIN_PLANS else 1
+    findings, checked = _check_all(run, view, contract, blobs, given_key, warnings, workers)
     return _result(run, events, findings, warnings, checked)
 
 
@@ -73,14 +90,25 @@ def _contract(run: RunDir) -> Contract:
 
 
 def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore, given_key: bytes | None,
-               warnings: list[str]) -> tuple[list[Finding], dict[str, int]]:
+               warnings: list[str], workers: int) -> tuple[list[Finding], dict[str, int]]:
     findings = audit.check_blobs(view, lambda d: _blob_problem(blobs, d))
     findings += _blob_files(blobs)
     target = _target(contract, view, run, blobs)
-    plan_findings, plans, units = _plans(view, target, blobs)
-    findings += plan_findings
-    findings += _settings(view, contract, plans)
-    findings += _verdicts(view, target, plans)
+    inputs = audit.plan_inputs(view)
+    recorded = Recorded(view.finished)
+
+    def chunk(i: int) -> tuple[list[Finding], list[Planned], dict[int, tuple[Any, ...]]]:
+        plan_findings, plans, units = _plans(inputs[i::workers], target, blobs)
+        return plan_findings + _verdicts(view, target, plans, recorded), [p for p, _ in plans], units
+
+    planned: list[Planned] = []
+    units: dict[int, tuple[Any, ...]] = {}
+    for chunk_findings, chunk_planned, chunk_units in fork_map(chunk, workers):
+        findings += chunk_findings
+        planned += chunk_planned
+        units.update(chunk_units)
+    planned.sort(key=lambda p: p.seq)
+    findings += _settings(view, contract, planned)
     findings += audit.check_without_jobs(view)
     findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
     findings += audit.check_budgets(view)
@@ -95,7 +123,7 @@ def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore,
     findings += report_findings
     warnings += notes + report_notes
     checked = {"events": len(view.events), "blobs": len(set(d for _, _, d in view.blob_refs)),
-               "plans": len(plans), "verdicts": len(view.judged),
+               "plans": len(planned), "verdicts": len(view.judged),
                "promotions": len(view.promoted),
                "signatures": sum(1 for e in view.events if e.kind in SIGNED_KINDS)}
     return sorted(findings, key=lambda f: (f.seq if f.seq is not None else -1, f.code)), checked
@@ -124,20 +152,46 @@ def _blob_files(blobs: BlobStore) -> list[Finding]:
 
 
 def _target(contract: Contract, view: RunView, run: RunDir, blobs: BlobStore) -> Target:
-    from ratchet.commands.verify_rederive import rebuild_target
-
     return rebuild_target(contract, view, run.root, blobs.get_json)
 
 
-def _plans(view: RunView, target: Target, blobs: BlobStore
+def fork_map(fn: Callable[[int], T], workers: int) -> list[T]:
+    """[fn(0), ..., fn(workers - 1)], each call in a forked child process when `workers` > 1 (the
+    parent's memory shared copy-on-write, nothing pickled but the results), else in this process
+    (also where fork does not exist). The children's BLAS runs one thread each (threadpoolctl):
+    the processes already use the cores, and more threads only contend. A child's exception is
+    raised here."""
+    global _FORKED
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(i) for i in range(max(workers, 1))]
+    from threadpoolctl import threadpool_limits
+
+    _FORKED = fn
+    try:
+        with threadpool_limits(limits=1), multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_call_forked, range(workers))
+    finally:
+        _FORKED = None
+
+
+_FORKED: Callable[[int], Any] | None = None
+"""The function fork_map runs in its children (inherited through fork, never pickled)."""
+
+
+def _call_forked(i: int) -> Any:
+    assert _FORKED is not None
+    return _FORKED(i)
+
+
+def _plans(recorded_inputs: list[tuple[Planned, audit.PlanInputs | Finding]], target: Target, blobs: BlobStore
            ) -> tuple[list[Finding], list[tuple[Planned, Plan]], dict[int, tuple[Any, ...]]]:
-    """Re-compile every plan from the inputs the ledger gives and compare it with its record.
-    Returns the findings, the re-compiled plans, and the units each recorded plan measured (what
-    the holdout and split checks judge) by its trial.planned seq."""
+    """Re-compile each plan from the inputs the ledger gives (`audit.plan_inputs`) and compare it
+    with its record. Returns the findings, the re-compiled plans, and the units each recorded plan
+    measured (what the holdout and split checks judge) by its trial.planned seq."""
     findings: list[Finding] = []
     plans: list[tuple[Planned, Plan]] = []
     units: dict[int, tuple[Any, ...]] = {}
-    for p, inputs in audit.plan_inputs(view):
+    for p, inputs in recorded_inputs:
         if isinstance(inputs, Finding):
             findings.append(inputs)
             continue
@@ -207,23 +261,21 @@ def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunSta
     return known[key].confirm if p.stage == "confirm" else known[key].trial
 
 
-def _settings(view: RunView, contract: Contract, plans: list[tuple[Planned, Plan]]) -> list[Finding]:
+def _settings(view: RunView, contract: Contract, planned: list[Planned]) -> list[Finding]:
     out = []
-    states = _states_before(view, {p.seq for p, _ in plans})
+    states = _states_before(view, {p.seq for p in planned})
     gate = contract.gate
     known: dict[tuple[Any, ...], AttemptLevels] = {}
-    for p, _plan in plans:
+    for p in planned:
         state = states[p.seq]
         margin = audit.expected_margin(p, gate.min_effect, gate.min_effect_rel, state.champion_mean)
         out += audit.check_settings(p, _expected_level(view, contract, p, state, known), margin)
     return out
 
 
-def _verdicts(view: RunView, target: Target, plans: list[tuple[Planned, Plan]]) -> list[Finding]:
-    """Each judged plan's decision re-derived from the results recorded before its verdict."""
-    from ratchet.commands.verify_rederive import Recorded, rederive
-
-    recorded = Recorded(view.finished)
+def _verdicts(view: RunView, target: Target, plans: list[tuple[Planned, Plan]], recorded: Recorded
+              ) -> list[Finding]:
+    """Each judged plan's decision re-derived from the results recorded (`recorded`) before its verdict."""
     out = []
     for p, plan in plans:
         judged = view.judged_for(p.attempt, p.stage)

@@ -206,6 +206,10 @@ class Folder:
         # Keys as the events hold them (replay never validates): ints and strs in a well-formed ledger.
         self.attempts: dict[Any, dict[str, Any]] = {}  # number -> AttemptState fields set so far
         self.built: dict[Any, AttemptState] = {}  # number -> AttemptState as of its last change (for result)
+        self.changed: set[Any] = set()  # attempts touched since result() last listed them
+        self.order: list[Any] = []  # attempt numbers in the order result() lists them (ascending)
+        self.position: dict[Any, int] = {}  # number -> its index in order
+        self.listed: list[AttemptState] = []  # their states as result() last listed them
         self.finished: dict[Any, Mapping[str, Any]] = {}
         self.running: dict[Any, int | None] = {}
         self.judged_since_promotion: set[Any] = set()
@@ -226,6 +230,7 @@ class Folder:
             fields = self.attempts[number] = {"attempt": number}
         fields.update(changes)
         self.built.pop(number, None)
+        self.changed.add(number)
 
     def step(self, event: Event) -> None:
         handler = self.handlers.get(event.kind)
@@ -389,6 +394,26 @@ class Folder:
             built = self.built[number] = AttemptState(**self.attempts[number])
         return built
 
+    def _attempt_states(self) -> tuple[AttemptState, ...]:
+        """Every attempt's state in number order, re-listing only the attempts touched since the
+        last call (a reader asking for the state before each of many events pays per change, not
+        per attempt)."""
+        for number in sorted(self.changed):
+            i = self.position.get(number)
+            if i is not None:
+                self.listed[i] = self._attempt(number)
+            elif not self.order or number > self.order[-1]:
+                self.position[number] = len(self.order)
+                self.order.append(number)
+                self.listed.append(self._attempt(number))
+            else:  # a number below one listed already (not in a well-formed run): list them anew
+                self.order = sorted(self.attempts)
+                self.position = {n: k for k, n in enumerate(self.order)}
+                self.listed = [self._attempt(n) for n in self.order]
+                break
+        self.changed.clear()
+        return tuple(self.listed)
+
     def result(self, jobs: bool = True) -> RunState:
         """The frozen RunState after the events stepped so far. `jobs` False leaves finished_jobs
         and running_jobs empty, sparing their copy (O(jobs)) to a reader that asks for the state
@@ -405,7 +430,7 @@ class Folder:
             champion_mean=self.champion_mean,
             champion_bound=self.champion_bound,
             promotions=self.promotions,
-            attempts=tuple(self._attempt(n) for n in sorted(self.attempts)),
+            attempts=self._attempt_states(),
             holdout=self.holdout,
             budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall_s),
             finished_jobs=MappingProxyType(dict(self.finished) if jobs else {}),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.stats.multiplicity import campaign_weight, level_schedule, trial_level
@@ -124,3 +126,19 @@ def test_fallback_keeps_any_false_promotion_within_alpha_under_adaptive_agents()
         false += bad
     rate = false / runs
     assert rate <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / runs), rate
+
+
+@given(st.lists(st.sampled_from(["promoted", "not_promoted", "unspent"]), max_size=60), st.integers(1, 80))
+def test_attempt_level_is_the_online_fallback_sum_exactly(history, max_attempts):
+    """The level carried forward through every attempt that did not spend it (promoted or unspent)
+    and reset by each not_promoted one, summed from attempt 1 as the module docstring defines it:
+    the implementation, which starts from the last reset, gives the same float to the bit."""
+    from ratchet.core.stats.multiplicity import attempt_level
+
+    attempt = len(history) + 1
+    assume(attempt <= max_attempts)
+    level = 0.0
+    for t in range(1, attempt + 1):
+        carried = level if t > 1 and history[t - 2] != "not_promoted" else 0.0
+        level = 0.05 * campaign_weight(t, max_attempts) + carried
+    assert attempt_level(0.05, "campaign", attempt, max_attempts, history) == level

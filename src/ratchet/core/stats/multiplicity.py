@@ -113,7 +113,7 @@ def attempt_level(
     like `trial_level`, and `gate.bad_history` on a history of the wrong length or values.
     """
     base = trial_level(alpha, policy, attempt, max_attempts)
-    if len(history) != attempt - 1 or any(h not in LEVEL_OUTCOMES for h in history):
+    if len(history) != attempt - 1 or not set(history).issubset(LEVEL_OUTCOMES):
         raise RatchetError(
             "gate.bad_history",
             f"history must hold the {attempt - 1} earlier attempts' outcomes, one of {list(LEVEL_OUTCOMES)}; "
@@ -122,9 +122,16 @@ def attempt_level(
         )
     if policy == "trial":
         return base
+    # A not_promoted attempt carries nothing forward: start from the last one (the same sums, in
+    # the same order, as from attempt 1; a long run's level then costs O(1), not O(attempts)).
+    first = 1
+    for t in range(attempt, 1, -1):
+        if history[t - 2] == "not_promoted":
+            first = t
+            break
     level = 0.0
-    for t in range(1, attempt + 1):
-        carried = level if t > 1 and history[t - 2] != "not_promoted" else 0.0
+    for t in range(first, attempt + 1):
+        carried = level if t > first else 0.0
         level = alpha * campaign_weight(t, max_attempts) + carried
     return level
 

@@ -111,10 +111,14 @@ def binary_margin_test(b: int | np.ndarray, c: int | np.ndarray, n: int, margin:
     return _scalar_or_array(np.asarray(p, dtype=float))
 
 
+@functools.lru_cache(maxsize=EXACT_MAX_UNITS + 1)
 def _sign_matrix(n: int) -> np.ndarray:
-    """All 2**n sign vectors as a (2**n, n) float array; row 0 is all +1 (the identity flip)."""
+    """All 2**n sign vectors as a (2**n, n) float array, read-only (built once per n: every exact
+    p-value and each bisection step of a bound asks for the two halves); row 0 is all +1."""
     bits = (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
-    return 1.0 - 2.0 * bits
+    signs = 1.0 - 2.0 * bits
+    signs.setflags(write=False)
+    return signs
 
 
 def _count_exact(x: np.ndarray, threshold: np.ndarray) -> np.ndarray:
