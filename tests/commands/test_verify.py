@@ -304,3 +304,19 @@ def test_a_resume_whose_plan_recompiles_differently_is_refused(tmp_path: Path):
     assert code == 2, err
     assert out["error"]["code"] == "plan.digest_mismatch"
     assert "re-compiles to" in out["error"]["message"]
+
+
+def test_an_error_in_a_forked_worker_reaches_the_caller_whole():
+    from ratchet.commands.verify import fork_map
+    from ratchet.core.errors import DataError
+
+    def work(i: int) -> int:
+        if i == 1:
+            raise DataError("verify.no_contract", "worker 1 cannot read it", hint="a hint")
+        return i
+
+    assert fork_map(lambda i: i * 10, 3) == [0, 10, 20]
+    with pytest.raises(DataError) as caught:
+        fork_map(work, 2)
+    assert (caught.value.code, caught.value.message, caught.value.hint) == ("verify.no_contract",
+                                                                             "worker 1 cannot read it", "a hint")

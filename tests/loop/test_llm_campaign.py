@@ -12,7 +12,7 @@ import sys as _sys
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet, set_contract
+from helpers import events, ratchet, rechain, set_contract
 
 _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents" / "llm"))
 from llm_server import ChatServer, reply  # noqa: E402
@@ -109,3 +109,27 @@ def test_a_spent_model_budget_stops_the_run_before_the_next_attempt_with_its_ari
     stopped = [e["data"] for e in evs if e["kind"] == "run.stopped"][-1]
     assert stopped["detail"] == "max_model_calls = 1 model calls is spent (1 model calls used)"
     assert len(server.requests) == 1
+
+
+def test_verify_passes_an_llm_run_and_catches_a_reservation_past_its_limit(bench_repo: Path, server):
+    # The server reports 1,000,000 input tokens, far more than the request's bound that was reserved:
+    # charged as reported, past max_input_tokens, which is not the kernel's fault and not a finding.
+    server.default = reply(GOOD, prompt_tokens=1_000_000)
+    llm_project(bench_repo, server.url, budget="max_attempts = 1\nmax_input_tokens = 100000")
+    code, out, _ = ratchet("run", str(bench_repo), env=run_env())
+    assert code == 0, out
+    run_id = out["result"]["run_id"]
+    code, verified, _ = ratchet("verify", run_id, "--dir", str(bench_repo))
+    assert code == 0 and verified["result"]["findings"] == [], verified
+
+    def tight(event: dict) -> bool:
+        if event["kind"] != "run.started":
+            return False
+        event["data"]["limits"]["max_output_tokens"] = 100  # each call reserved max_output_tokens = 200
+        return True
+
+    rechain(bench_repo / ".ratchet" / "runs" / run_id / "events.jsonl", tight)
+    code, verified, _ = ratchet("verify", run_id, "--dir", str(bench_repo))
+    budget = [f for f in verified["result"]["findings"] if f["code"] == "verify.budget"]
+    assert code == 3 and budget, verified
+    assert budget[0]["message"].startswith("model call attempt-1/executor was reserved past max_output_tokens")

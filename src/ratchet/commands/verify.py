@@ -160,16 +160,19 @@ def fork_map(fn: Callable[[int], T], workers: int) -> list[T]:
     parent's memory shared copy-on-write, nothing pickled but the results), else in this process
     (also where fork does not exist). The children's BLAS runs one thread each (threadpoolctl):
     the processes already use the cores, and more threads only contend. A child's exception is
-    raised here."""
+    raised here; a child that dies (killed, out of memory) raises BrokenProcessPool, never hangs."""
     global _FORKED
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [fn(i) for i in range(max(workers, 1))]
+    from concurrent.futures import ProcessPoolExecutor
+
     from threadpoolctl import threadpool_limits
 
     _FORKED = fn
     try:
-        with threadpool_limits(limits=1), multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_call_forked, range(workers))
+        with threadpool_limits(limits=1), ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_call_forked, range(workers)))
     finally:
         _FORKED = None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ratchet.core.audit_view import Judged, Planned, RunView
-from ratchet.core.budget import RESOURCES, Charge, ResourceName
+from ratchet.core.budget import RESOURCES, Account, Charge, Reservation
 from ratchet.core.events import Event
 from ratchet.core.gate_design import margin_for_state
 from ratchet.core.vocab import Stage
@@ -277,7 +277,7 @@ def check_promotions(view: RunView, confirms: bool) -> list[Finding]:
 def check_budgets(view: RunView) -> list[Finding]:
     """Attempts (each number once, at most max_attempts), job-units charged (at most
     max_evaluations when set), examples trials on val (at most max_val_trials when set), and what
-    jobs and model calls settled (GPU-hours, model calls, tokens, dollars: `check_settled`), against
+    jobs and model calls used (GPU-hours, model calls, tokens, dollars: `check_settled`), against
     the limits run.started recorded."""
     out: list[Finding] = check_settled(view)
     limits = view.limits
@@ -303,33 +303,54 @@ def check_budgets(view: RunView) -> list[Finding]:
     return out
 
 
-SETTLED: frozenset[ResourceName] = frozenset({"gpu_hours", "model_calls", "input_tokens", "output_tokens", "usd"})
-"""The budgets the kernel never lets spending exceed whose spend is settled per job or call (the
-others are checked above, from their own events)."""
-
-
 def check_settled(view: RunView) -> list[Finding]:
-    """GPU-hours (each non-cached `job.finished` data.gpu_s) and the model budgets (each
-    `model.called` data.charged), summed in ledger order: the first event after which a sum exceeds
-    its recorded limit is a finding, as is a charge that does not read as one."""
-    settlements: list[tuple[int, Any]] = [(f.seq, {"gpu_hours": float(f.data.get("gpu_s") or 0.0) / 3600})
-                                          for f in view.finished if not f.cached and f.data.get("gpu_s")]
-    settlements = sorted(settlements + view.model_charged, key=lambda s: s[0])
-    limited = {r: view.limits[r.attribute] for r in RESOURCES
-               if r.name in SETTLED and isinstance(view.limits.get(r.attribute), int | float)}
+    """GPU-hours and the model budgets, by the rule the kernel enforces on each.
+
+    GPU-hours: the non-cached jobs' `gpu_s` summed in ledger order never past `max_gpu_hours` (the
+    kernel reserves every trial's and the holdout's jobs at their timeouts and charges a job at
+    most its timeout's worth). Model budgets: every `model.reserved` fitted when it was made (spent
+    plus the reservations still open plus its worst case within each limit), replayed through the
+    same Account the llm agent uses; what a call was charged after is not held to the limit, as a
+    server may report more tokens than the request's bound (docs/budgets.md). A charge that does not
+    read as one is a finding too."""
     out: list[Finding] = []
-    spent = Charge()
-    for seq, data in settlements:
-        try:
-            spent = spent + Charge.from_json(data)
-        except (ValueError, TypeError, AttributeError):
-            out.append(Finding("verify.budget", seq, f"a charge that does not read as one: {data!r}"))
+    gpu = next(r for r in RESOURCES if r.name == "gpu_hours")
+    limit, spent = view.limits.get(gpu.attribute), 0.0
+    for f in view.finished:
+        if f.cached or not f.data.get("gpu_s"):
             continue
-        for r, limit in list(limited.items()):
-            if r.over(spent[r.name], limit):
-                del limited[r]  # one finding per budget: the first event past it
-                out.append(Finding("verify.budget", seq, f"{r.budget}: {r.fmt(spent[r.name])} spent, the limit is "
-                                                         f"{r.fmt(limit)}"))
+        try:
+            spent += float(f.data["gpu_s"]) / 3600
+        except (TypeError, ValueError):
+            out.append(Finding("verify.budget", f.seq, f"gpu_s {f.data['gpu_s']!r} is not a number"))
+            continue
+        if isinstance(limit, int | float) and gpu.over(spent, limit):
+            out.append(Finding("verify.budget", f.seq, f"{gpu.budget}: {gpu.fmt(spent)} spent, the limit is "
+                                                       f"{gpu.fmt(limit)}"))
+            break
+    return out + _model_reservations(view)
+
+
+def _model_reservations(view: RunView) -> list[Finding]:
+    limits = {r.name: float(view.limits[r.attribute]) for r in RESOURCES
+              if isinstance(view.limits.get(r.attribute), int | float)}
+    account, out = Account(limits), []
+    for e in view.model_events:
+        key = e.data.get("key")
+        try:
+            charge = Charge.from_json(e.data["charge" if e.kind == "model.reserved" else "charged"])
+        except (KeyError, ValueError, TypeError, AttributeError):
+            out.append(Finding("verify.budget", e.seq, f"{e.kind} of {key!r}: its charge does not read as one"))
+            continue
+        if e.kind == "model.called":
+            account.open.pop(str(key), None)
+            account.spent = account.spent + charge
+            continue
+        stop = account.refusal(charge, f"the model call {key}")
+        if stop is not None:
+            out.append(Finding("verify.budget", e.seq, f"model call {key} was reserved past {stop.name}: "
+                                                       f"{stop.detail}"))
+        account.open[str(key)] = Reservation(str(key), charge)
     return out
 
 

@@ -84,7 +84,7 @@ class RunView:
     """A run's events as the checks read them (see `read_view`). `started`: the run.started data
     ({} when the first event is not one); `champion_at`: (seq, champion tree) after the baseline
     and each promotion, in order; `blob_refs`: (seq, key path, digest) of every `*_blob` value;
-    `model_charged`: (seq, data.charged) of every `model.called`."""
+    `model_events`: every `model.reserved` and `model.called`, in ledger order."""
 
     events: Sequence[Event]
     started: Mapping[str, Any]
@@ -96,7 +96,7 @@ class RunView:
     attempts_started: list[tuple[int, Any]] = field(default_factory=list)
     blob_refs: list[tuple[int, str, str]] = field(default_factory=list)
     champion_at: list[tuple[int, Any]] = field(default_factory=list)
-    model_charged: list[tuple[int, Any]] = field(default_factory=list)
+    model_events: list[Event] = field(default_factory=list)
     _first_judged: dict[tuple[str, str], Judged] = field(default_factory=dict)
     _first_planned: dict[tuple[str, str], Planned] = field(default_factory=dict)
 
@@ -201,8 +201,8 @@ def read_view(events: Sequence[Event]) -> RunView:
             view.champion_at.append((e.seq, d.get("tree")))
         elif e.kind == "attempt.started":
             view.attempts_started.append((e.seq, d.get("attempt")))
-        elif e.kind == "model.called":
-            view.model_charged.append((e.seq, d.get("charged")))
+        elif e.kind in ("model.reserved", "model.called"):
+            view.model_events.append(e)
     view.index()
     return view
 

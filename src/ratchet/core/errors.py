@@ -8,7 +8,7 @@ Every code with its exit code and meaning: `ratchet.core.error_codes.ERROR_CODES
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 EXIT_OK: Final = 0
 EXIT_INTERNAL: Final = 1
@@ -47,6 +47,18 @@ class RatchetError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} (hint: {self.hint})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by state, not by re-calling __init__ (whose arguments differ between subclasses):
+        an error raised in a worker process reaches the parent whole."""
+        return _rebuild_error, (type(self), self.message, dict(self.__dict__))
+
+
+def _rebuild_error(cls: type[RatchetError], message: str, state: dict[str, Any]) -> RatchetError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
 
 
 class ContractError(RatchetError):

@@ -116,9 +116,10 @@ class _LineReader:
         the stdlib's C encoder write the same bytes, so the line is canonical when the latter
         writes it back byte for byte. A line orjson parsed (no backslash: its strings need no
         escape) is written back by orjson instead, several times faster: on such a line orjson
-        writes what RFC 8785 writes too (floats as the shortest round-trip digits, positional from
-        1e-5 to below 1e16 as ECMAScript, an exponent elsewhere, which the risky-number note or the
-        comparison turns away; tests/ledger/test_ledger_reader.py checks it). Every other line, and
+        writes what RFC 8785 writes too (floats as the shortest round-trip digits; positional from
+        1e-5 to below 1e16, where ECMAScript is too, which is positional from 1e-6 to below 1e21;
+        outside that range orjson writes an exponent, which the risky-number note or the comparison
+        turns away; tests/ledger/test_ledger_reader.py checks it). Every other line, and
         any line the fast path does not confirm, is decided by the exact check
         canonical_bytes(obj) == line (which raises CanonicalError/ValueError for values without a
         canonical form).

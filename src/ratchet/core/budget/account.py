@@ -34,6 +34,9 @@ BUDGET_NAMES: tuple[BudgetName, ...] = get_args(BudgetName)
 USD_TOLERANCE = 1e-12
 """Float slack when comparing dollar sums with a limit (sums of products of decimal prices)."""
 
+GPU_HOURS_TOLERANCE = 1e-9
+"""Float slack when comparing GPU-hour sums with a limit (sums of thousands of seconds / 3600)."""
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -71,7 +74,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("job_units", "max_evaluations", "max_evaluations", "job-units"),
     Resource("cpu_hours", "max_cpu_hours", "max_cpu_hours", "CPU h", 4, reaching=True),
     Resource("wall_s", "max_wall", "max_wall_s", "s", 0, reaching=True),
-    Resource("gpu_hours", "max_gpu_hours", "max_gpu_hours", "GPU h", 3),
+    Resource("gpu_hours", "max_gpu_hours", "max_gpu_hours", "GPU h", 3, slack=GPU_HOURS_TOLERANCE),
     Resource("val_trials", "max_val_trials", "max_val_trials", "val trials"),
     Resource("model_calls", "max_model_calls", "max_model_calls", "model calls"),
     Resource("input_tokens", "max_input_tokens", "max_input_tokens", "input tokens"),

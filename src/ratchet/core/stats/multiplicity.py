@@ -113,7 +113,7 @@ def attempt_level(
     like `trial_level`, and `gate.bad_history` on a history of the wrong length or values.
     """
     base = trial_level(alpha, policy, attempt, max_attempts)
-    if len(history) != attempt - 1 or not set(history).issubset(LEVEL_OUTCOMES):
+    if len(history) != attempt - 1 or not all(h in LEVEL_OUTCOMES for h in history):
         raise RatchetError(
             "gate.bad_history",
             f"history must hold the {attempt - 1} earlier attempts' outcomes, one of {list(LEVEL_OUTCOMES)}; "
