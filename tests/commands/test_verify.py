@@ -94,16 +94,17 @@ def test_an_event_edited_in_place_breaks_the_chain(copy: tuple[Path, str]):
     assert out["result"]["findings"][0]["seq"] == 3
 
 
+def boost(event: dict[str, Any]) -> bool:
+    """A rechain edit: one candidate result of attempt 2's trial made 1000."""
+    d = event["data"]
+    if event["kind"] == "job.finished" and d.get("job_id") == "a0002-trial-u000-candidate":
+        d["value"] = 1000.0
+        return True
+    return False
+
+
 def test_a_per_unit_result_edited_and_rechained_fails_the_verdict(copy: tuple[Path, str]):
     root, run_id = copy
-
-    def boost(event: dict[str, Any]) -> bool:
-        d = event["data"]
-        if event["kind"] == "job.finished" and d.get("job_id") == "a0002-trial-u000-candidate":
-            d["value"] = 1000.0
-            return True
-        return False
-
     rechain(run_dir(root, run_id) / "events.jsonl", boost)
     code, out = verify(root, run_id)
     assert code == 3, out
@@ -117,14 +118,6 @@ def test_forked_workers_find_exactly_what_one_process_finds(copy: tuple[Path, st
     from ratchet.commands.verify import verify_run
 
     root, run_id = copy
-
-    def boost(event: dict[str, Any]) -> bool:
-        d = event["data"]
-        if event["kind"] == "job.finished" and d.get("job_id") == "a0002-trial-u000-candidate":
-            d["value"] = 1000.0
-            return True
-        return False
-
     rechain(run_dir(root, run_id) / "events.jsonl", boost)
     alone = verify_run(root, run_id, workers=1)
     forked = verify_run(root, run_id, workers=3)
