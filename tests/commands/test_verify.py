@@ -308,8 +308,9 @@ def test_an_error_in_a_forked_worker_reaches_the_caller_whole():
             raise DataError("verify.no_contract", "worker 1 cannot read it", hint="a hint")
         return i
 
-    assert fork_map(lambda i: i * 10, 3) == [0, 10, 20]
-    with pytest.raises(DataError) as caught:
-        fork_map(work, 2)
+    with fork_map(lambda i: i * 10, 3) as calls:
+        assert calls.results() == [0, 10, 20]
+    with fork_map(work, 2) as calls, pytest.raises(DataError) as caught:
+        calls.results()
     assert (caught.value.code, caught.value.message, caught.value.hint) == ("verify.no_contract",
                                                                              "worker 1 cannot read it", "a hint")

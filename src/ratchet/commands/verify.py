@@ -13,12 +13,14 @@ differed); 2 the run cannot be read (no such run, no ledger, no contract, no run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
 from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ratchet.commands.verify_rederive import Recorded, rebuild_target, rederive
 from ratchet.core import audit
@@ -91,8 +93,6 @@ def _contract(run: RunDir) -> Contract:
 
 def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore, given_key: bytes | None,
                warnings: list[str], workers: int) -> tuple[list[Finding], dict[str, int]]:
-    findings = audit.check_blobs(view, lambda d: _blob_problem(blobs, d))
-    findings += _blob_files(blobs)
     target = _target(contract, view, run, blobs)
     inputs = audit.plan_inputs(view)
     recorded = Recorded(view.finished)
@@ -101,24 +101,28 @@ def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore,
         plan_findings, plans, units = _plans(inputs[i::workers], target, blobs)
         return plan_findings + _verdicts(view, target, plans, recorded), [p for p, _ in plans], units
 
-    planned: list[Planned] = []
-    units: dict[int, tuple[Any, ...]] = {}
-    for chunk_findings, chunk_planned, chunk_units in fork_map(chunk, workers):
-        findings += chunk_findings
-        planned += chunk_planned
-        units.update(chunk_units)
-    planned.sort(key=lambda p: p.seq)
-    findings += _settings(view, contract, planned)
-    findings += audit.check_without_jobs(view)
-    findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
-    findings += audit.check_budgets(view)
+    with fork_map(chunk, workers) as chunks:  # the workers re-compile and re-judge while this process checks the rest
+        findings = audit.check_blobs(view, lambda d: _blob_problem(blobs, d))
+        findings += _blob_files(blobs)
+        settings = _settings(view, contract, [p for p, i in inputs if not isinstance(i, Finding)])
+        findings += audit.check_without_jobs(view)
+        findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
+        findings += audit.check_budgets(view)
+        signature_findings, notes = audit.check_signatures(view, SIGNED_KINDS, check_signature, given_key)
+        findings += signature_findings
+        planned: list[Planned] = []
+        units: dict[int, tuple[Any, ...]] = {}
+        for chunk_findings, chunk_planned, chunk_units in chunks.results():
+            findings += chunk_findings
+            planned += chunk_planned
+            units.update(chunk_units)
+    compiled = {p.seq for p in planned}
+    findings += [f for f in settings if f.seq in compiled]  # a plan that does not re-compile is one finding
     findings += audit.check_holdout(view, units)
     if isinstance(target, ExamplesTarget):
         split = target.split
         ids = {name: [ex.id for ex in getattr(split, name)] for name in ("dev", "val", "test")}
         findings += audit.check_splits(view, ids, units)
-    signature_findings, notes = audit.check_signatures(view, SIGNED_KINDS, check_signature, given_key)
-    findings += signature_findings
     report_findings, report_notes = audit.check_report(view, _report_text(run))
     findings += report_findings
     warnings += notes + report_notes
@@ -155,26 +159,47 @@ def _target(contract: Contract, view: RunView, run: RunDir, blobs: BlobStore) ->
     return rebuild_target(contract, view, run.root, blobs.get_json)
 
 
-def fork_map(fn: Callable[[int], T], workers: int) -> list[T]:
-    """[fn(0), ..., fn(workers - 1)], each call in a forked child process when `workers` > 1 (the
-    parent's memory shared copy-on-write, nothing pickled but the results), else in this process
-    (also where fork does not exist). The children's BLAS runs one thread each (threadpoolctl):
-    the processes already use the cores, and more threads only contend. A child's exception is
-    raised here; a child that dies (killed, out of memory) raises BrokenProcessPool, never hangs."""
+class fork_map(Generic[T]):  # noqa: N801 (used as a function: `with fork_map(fn, n) as results`)
+    """fn(0), ..., fn(workers - 1), each in a forked child process when `workers` > 1 (the parent's
+    memory shared copy-on-write, nothing pickled but the results), started on entering the `with`
+    so the caller works meanwhile; `results()` waits for them, in order. With one worker (or where
+    fork does not exist) the calls run in this process when `results()` is called. The children's
+    BLAS runs one thread each (threadpoolctl): the processes already use the cores, more threads
+    only contend. A child's exception is raised by `results()`; a child that dies (killed, out of
+    memory) raises BrokenProcessPool, never hangs."""
+
+    def __init__(self, fn: Callable[[int], T], workers: int):
+        self.fn, self.workers = fn, max(workers, 1)
+        self.forked = self.workers > 1 and "fork" in multiprocessing.get_all_start_methods()
+        self.stack = contextlib.ExitStack()
+        self.futures: list[Future[T]] = []
+
+    def __enter__(self) -> fork_map[T]:
+        global _FORKED
+        if self.forked:
+            from threadpoolctl import threadpool_limits
+
+            _FORKED = self.fn
+            self.stack.callback(_forget_forked)
+            with threadpool_limits(limits=1):  # the children copy the setting as they are forked
+                pool = self.stack.enter_context(
+                    ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork")))
+                self.futures = [pool.submit(_call_forked, i) for i in range(self.workers)]
+        return self
+
+    def results(self) -> list[T]:
+        """Each call's result, in order (raises what a call raised)."""
+        if not self.forked:
+            return [self.fn(i) for i in range(self.workers)]
+        return [f.result() for f in self.futures]
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+
+def _forget_forked() -> None:
     global _FORKED
-    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [fn(i) for i in range(max(workers, 1))]
-    from concurrent.futures import ProcessPoolExecutor
-
-    from threadpoolctl import threadpool_limits
-
-    _FORKED = fn
-    try:
-        with threadpool_limits(limits=1), ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_call_forked, range(workers)))
-    finally:
-        _FORKED = None
+    _FORKED = None
 
 
 _FORKED: Callable[[int], Any] | None = None
