@@ -3,6 +3,7 @@ by name from any test module (`from repo_fixture import git, make_bench_repo`)."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -118,3 +119,24 @@ max_attempts = 3
 """
 """An examples contract (words to upper-case, the files agent, val looks 10 and 27), shared by the
 examples campaign and verify tests."""
+
+
+def make_examples_repo(root: Path, contract: str = EXAMPLES_CONTRACT, words: int = 90) -> Path:
+    """An examples project in a new git repo at `root`: `words` words to upper-case, a baseline that
+    echoes its input, and three prepared candidates (a no-op edit, the upper-casing solution, a crash)."""
+    (root / "data").mkdir(parents=True)
+    rows = [{"input": f"word{i:03d} alpha", "expected_output": f"WORD{i:03d} ALPHA"} for i in range(words)]
+    (root / "data" / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    baseline = "import sys\nprint(sys.stdin.read())\n"
+    (root / "solution.py").write_text(baseline)
+    (root / "ratchet.toml").write_text(contract)
+    (root / ".gitignore").write_text(".ratchet/\n")
+    for name, text in (("1-same", baseline + "# a comment\n"),
+                       ("2-upper", "import sys\nprint(sys.stdin.read().upper())\n"),
+                       ("3-crash", "raise SystemExit(3)\n")):
+        (root / "candidates" / name).mkdir(parents=True)
+        (root / "candidates" / name / "solution.py").write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "baseline")
+    return root

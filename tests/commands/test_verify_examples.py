@@ -10,38 +10,17 @@ from typing import Any
 
 import pytest
 from helpers import ratchet
-from repo_fixture import EXAMPLES_CONTRACT, git, make_bench_repo
+from repo_fixture import git, make_bench_repo, make_examples_repo
 from test_verify import codes, rechain, run_dir, verify
 
 from ratchet.core.canonical import canonical_bytes, digest_bytes
 
 pytestmark = pytest.mark.slow
 
-CONTRACT = EXAMPLES_CONTRACT
-
-
-def make_examples_repo(root: Path) -> Path:
-    """60 words to upper-case; candidates: a no-op edit, the upper-casing solution, a crash."""
-    (root / "data").mkdir(parents=True)
-    rows = [{"input": f"word{i:03d} alpha", "expected_output": f"WORD{i:03d} ALPHA"} for i in range(60)]
-    (root / "data" / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    baseline = "import sys\nprint(sys.stdin.read())\n"
-    (root / "solution.py").write_text(baseline)
-    (root / "ratchet.toml").write_text(CONTRACT)
-    (root / ".gitignore").write_text(".ratchet/\n")
-    for name, text in (("1-same", baseline + "# a comment\n"),
-                       ("2-upper", "import sys\nprint(sys.stdin.read().upper())\n"),
-                       ("3-crash", "raise SystemExit(3)\n")):
-        (root / "candidates" / name).mkdir(parents=True)
-        (root / "candidates" / name / "solution.py").write_text(text)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "baseline")
-    return root
 
 
 def test_an_examples_campaign_verifies_and_a_test_example_in_a_trial_is_caught(tmp_path: Path):
-    root = make_examples_repo(tmp_path / "r")
+    root = make_examples_repo(tmp_path / "r", words=60)
     code, out, err = ratchet("run", str(root))
     assert code == 0, err
     assert out["result"]["promotions"] == 1

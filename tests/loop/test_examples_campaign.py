@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ratchet
-from repo_fixture import EXAMPLES_CONTRACT, git
+from repo_fixture import EXAMPLES_CONTRACT, make_examples_repo
 
 from ratchet.agents.base import AgentContext, Launch, LaunchJob, LaunchResult, Submit
 from ratchet.commands.run import load_examples_data, open_project
@@ -22,30 +22,9 @@ from ratchet.loop.kernel import new_kernel
 from ratchet.present.progress import LogUI
 from ratchet.targets.factory import make_target
 
-WORDS = [f"word{i:03d} alpha" for i in range(90)]
-
 CONTRACT = EXAMPLES_CONTRACT
 
-BASELINE = "import sys\nprint(sys.stdin.read())\n"
 UPPER = "import sys\nprint(sys.stdin.read().upper())\n"
-
-
-def make_examples_repo(root: Path, contract: str = CONTRACT) -> Path:
-    (root / "data").mkdir(parents=True)
-    rows = [{"input": w, "expected_output": w.upper()} for w in WORDS]
-    (root / "data" / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (root / "solution.py").write_text(BASELINE)
-    (root / "ratchet.toml").write_text(contract)
-    (root / ".gitignore").write_text(".ratchet/\n")
-    candidates = (("1-same-again", BASELINE + "# a comment\n"), ("2-upper", UPPER),
-                  ("3-crash", "raise SystemExit(3)\n"))
-    for name, text in candidates:
-        (root / "candidates" / name).mkdir(parents=True)
-        (root / "candidates" / name / "solution.py").write_text(text)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "baseline")
-    return root
 
 
 def test_val_trials_then_test_once(tmp_path: Path):

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import repo_fixture
 from helpers import ratchet
 from repo_fixture import git
 
@@ -132,39 +133,12 @@ def test_benchmark_report_renders_cleanly_in_chromium(finished_run, chromium, tm
     _keep_screenshots(tmp_path, ["report-html.png", "report-html-375.png"])
 
 
-EXAMPLES_CONTRACT = """\
-[campaign]
-name = "words"
-seed = 3
-
-[target]
-kind = "examples"
-examples = "data/examples.jsonl"
-solution = "solution.py"
-split = [0.4, 0.3, 0.3]
-timeout_s = 10
-
-[[target.checks]]
-type = "exact_match"
-
-[[target.checks]]
-type = "regex_match"
-pattern = "[A-Z0-9 ]+"
-
-[scope]
-allowed = ["solution.py"]
-
-[agent]
-kind = "files"
-[agent.files]
-path = "candidates/"
-
-[gate]
-units = [10, 18]
-
-[budget]
-max_attempts = 2
-"""
+EXAMPLES_CONTRACT = (repo_fixture.EXAMPLES_CONTRACT
+                     .replace('type = "exact_match"\n',
+                              'type = "exact_match"\n\n[[target.checks]]\ntype = "regex_match"\n'
+                              'pattern = "[A-Z0-9 ]+"\n')
+                     .replace("units = [10, 27]", "units = [10, 18]").replace("max_attempts = 3", "max_attempts = 2"))
+"""repo_fixture's examples contract with a second check, smaller looks and two attempts."""
 
 
 @pytest.mark.slow
