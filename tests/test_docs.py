@@ -127,8 +127,8 @@ def test_the_ledger_page_lists_every_event_kind_and_every_closed_set_value():
 
 
 def test_the_budgets_page_has_a_row_for_every_budget_and_shows_refusals_as_the_code_writes_them():
+    from ratchet.commands.contract_file import load_contract
     from ratchet.core.budget import BUDGET_NAMES, Account, Charge, exhausted
-    from ratchet.core.contract_load import load_contract
     from ratchet.core.state import BudgetUsed
 
     text = (REPO / "docs" / "budgets.md").read_text(encoding="utf-8")

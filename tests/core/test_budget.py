@@ -6,8 +6,9 @@ from pathlib import Path
 
 from test_contract import GOOD
 
+from ratchet.commands.contract_file import load_contract
 from ratchet.core.budget import Forecast, exhausted, forecast, holdout_worst_case, trial_worst_case, worst_case
-from ratchet.core.contract_load import load_contract, parse_contract
+from ratchet.core.contract_load import parse_contract
 from ratchet.core.state import BudgetUsed
 
 

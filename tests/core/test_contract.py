@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from ratchet.commands.contract_file import load_contract
 from ratchet.core.contract import parse_duration
-from ratchet.core.contract_load import load_contract, parse_contract
+from ratchet.core.contract_load import contract_from_bytes, parse_contract
 from ratchet.core.errors import ContractError
 
 GOOD = """\
@@ -204,6 +205,23 @@ def test_missing_allowed_path_is_a_warning_not_an_error(tmp_path: Path):
     (tmp_path / "model").mkdir()
     (tmp_path / "params.toml").write_text("")
     assert load_contract(tmp_path).warnings == ()
+
+
+def test_a_contract_is_validated_from_its_bytes_and_asks_the_caller_which_paths_exist():
+    asked: list[Path] = []
+
+    def present(path: Path) -> bool:
+        asked.append(path)
+        return path.name == "model"
+
+    root = Path("/no/such/project")
+    loaded = contract_from_bytes(GOOD.encode(), root / "ratchet.toml", root, present)
+    assert asked == [root / "model", root / "params.toml"]
+    assert loaded.warnings == (f"scope.allowed entry 'params.toml' does not exist in {root} (yet)",)
+    assert loaded.text == GOOD and loaded.digest.startswith("sha256:") and loaded.contract.campaign.name == "digits"
+    with pytest.raises(ContractError) as info:
+        contract_from_bytes(b"\xff\xfe[campaign]", root / "ratchet.toml", root, present)
+    assert info.value.code == "contract.unreadable"
 
 
 def test_missing_contract_file(tmp_path: Path):

@@ -1,5 +1,5 @@
-"""The pure core stays pure (DESIGN.md §5): no module under `ratchet/core/` imports anything
-effectful or anything above it, nor opens files. The import graph is walked with `ast`."""
+"""The pure core stays pure: no module under `ratchet/core/` imports anything effectful or anything
+above it, nor opens, reads, writes or inspects files. The import graph is walked with `ast`."""
 
 from __future__ import annotations
 
@@ -15,8 +15,16 @@ FORBIDDEN_MODULES = ("subprocess", "shutil", "sqlite3", "signal", "threading", "
                      "ratchet.targets", "ratchet.cli")
 """What no core module may import: effects, and every package above the core."""
 
-FORBIDDEN_CALLS = ("open", "os.open", "write_text", "write_bytes")
-"""Calls that write or open files (`open(`, `os.open`, `Path.write_*`)."""
+FORBIDDEN_CALLS = ("open", "write_text", "write_bytes", "read_text", "read_bytes", "is_file", "is_dir", "exists",
+                   "is_symlink", "stat", "lstat", "iterdir", "glob", "rglob", "walk", "resolve", "readlink",
+                   "samefile", "touch", "mkdir", "unlink", "rmdir", "chmod")
+"""Calls that open, read, write or inspect files (`open(`, `Path.read_*`, `Path.write_*`,
+`Path.exists`, `Path.stat`, `Path.glob`, ...). Every call on `os` is refused as well (`os.open`,
+`os.stat`, `os.listdir`, ...), reported as `os.<name>`."""
+
+
+def _forbidden(calls: list[str]) -> list[str]:
+    return [c for c in calls if c in FORBIDDEN_CALLS or c.startswith("os.")]
 
 
 def _imports(tree: ast.AST) -> list[str]:
@@ -37,8 +45,8 @@ def _calls(tree: ast.AST) -> list[str]:
             if isinstance(f, ast.Name):
                 out.append(f.id)
             elif isinstance(f, ast.Attribute):
-                base = f.value.id if isinstance(f.value, ast.Name) else ""
-                out.append(f"{base}.{f.attr}" if base == "os" else f.attr)
+                base = ast.unparse(f.value)
+                out.append(f"{base}.{f.attr}" if base == "os" or base.startswith("os.") else f.attr)
     return out
 
 
@@ -50,7 +58,7 @@ def test_a_core_module_imports_nothing_effectful_and_touches_no_file(path: Path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
     bad = [name for name in _imports(tree) if any(name == f or name.startswith(f + ".") for f in FORBIDDEN_MODULES)]
     assert not bad, f"{path.name} imports {bad}"
-    touched = [call for call in _calls(tree) if call in FORBIDDEN_CALLS]
+    touched = _forbidden(_calls(tree))
     assert not touched, f"{path.name} calls {touched}"
 
 
@@ -59,11 +67,18 @@ def test_the_walk_sees_a_forbidden_import_and_an_open():
     tree = ast.parse(source)
     assert [n for n in _imports(tree) if n in ("subprocess", "ratchet.ledger.events")] == ["subprocess",
                                                                                          "ratchet.ledger.events"]
-    assert [c for c in _calls(tree) if c in FORBIDDEN_CALLS] == ["open", "os.open"]
+    assert _forbidden(_calls(tree)) == ["open", "os.open"]
+
+
+def test_the_walk_sees_a_file_read():
+    source = ("from pathlib import Path\nraw = Path('ratchet.toml').read_bytes()\nif path.is_file(): pass\n"
+              "if (root / entry).exists(): pass\nos.stat('x')\nos.path.getsize('y')\n")
+    assert sorted(_forbidden(_calls(ast.parse(source)))) == ["exists", "is_file", "os.path.getsize", "os.stat",
+                                                          "read_bytes"]
 
 
 def test_no_type_checker_silenced_in_src():
-    """Issue 12: mypy passes on src/ without `type: ignore` comments (a cast or a narrowing says why)."""
+    """mypy passes on src/ without `type: ignore` comments (a cast or a narrowing says why)."""
     src = CORE.parent
     found = [f"{p.relative_to(src)}:{i}" for p in sorted(src.rglob("*.py"))
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1) if "type: ignore" in line]

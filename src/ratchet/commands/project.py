@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ratchet.commands.contract_file import load_contract
 from ratchet.compute.factory import check_compute
 from ratchet.compute.sandbox import resolve_mode
-from ratchet.core.contract_load import LoadedContract, load_contract
+from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import DataError
 from ratchet.core.unsupported import refuse_unsupported
 from ratchet.workspace.git import Git

@@ -1,6 +1,7 @@
-"""Reading `ratchet.toml`: TOML parsing, validation into `Contract`, and errors that name the key path
-and line (docs/guide.md). Every failure is a ContractError (exit code 2); a contract with several
-invalid keys gets one error listing all of them.
+"""Validating `ratchet.toml` (pure): TOML parsing, validation into `Contract`, and errors that name
+the key path and line (docs/guide.md). Every failure is a ContractError (exit code 2); a contract with
+several invalid keys gets one error listing all of them. The file is read by the caller
+(`commands/contract_file.py`), which hands its bytes in.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,39 +38,24 @@ class LoadedContract:
     warnings: tuple[str, ...]
 
 
-def resolve_contract_path(location: Path) -> Path:
-    """`location` itself when it is a file, else `location/ratchet.toml`. Raises ContractError
-    `contract.missing` when there is none."""
-    path = location / CONTRACT_FILE if location.is_dir() else location
-    if not path.is_file():
-        raise ContractError(
-            "contract.missing",
-            f"no {CONTRACT_FILE} at {path}",
-            hint=f"run `ratchet init {location}` to write one",
-        )
-    return path
+def contract_from_bytes(raw: bytes, path: Path, root: Path, present: Callable[[Path], bool]) -> LoadedContract:
+    """Validate `raw`, the bytes of the contract file `path` of the project at `root`.
 
-
-def load_contract(location: Path) -> LoadedContract:
-    """Read, parse and validate a contract from a project directory or a `ratchet.toml` path.
-
-    Raises ContractError with codes: contract.missing, contract.unreadable, contract.toml (syntax;
-    message has the line), contract.unknown_key, contract.missing_key, contract.invalid (the key path
-    and, when found, its line).
+    present(p): whether the path p under `root` exists (the caller's one effect), asked once per
+    `scope.allowed` entry for the warnings. Raises ContractError with codes: contract.unreadable
+    (not UTF-8), contract.toml (syntax; message has the line), contract.unknown_key,
+    contract.missing_key, contract.invalid (the key path and, when found, its line).
     """
-    path = resolve_contract_path(Path(location))
     try:
-        raw = path.read_bytes()
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ContractError("contract.unreadable", f"cannot read {path}: {exc}") from None
     contract = parse_contract(text, source=str(path))
-    root = path.parent.resolve()
-    return LoadedContract(contract, root, path, text, digest_bytes(raw), tuple(_warnings(contract, root)))
+    return LoadedContract(contract, root, path, text, digest_bytes(raw), tuple(_warnings(contract, root, present)))
 
 
 def parse_contract(text: str, source: str = CONTRACT_FILE) -> Contract:
-    """Validate contract `text`. Raises ContractError (see load_contract)."""
+    """Validate contract `text`. Raises ContractError (see contract_from_bytes)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -191,9 +178,9 @@ def _find_line(text: str, loc: tuple[Any, ...]) -> int | None:
     return best
 
 
-def _warnings(contract: Contract, root: Path) -> list[str]:
+def _warnings(contract: Contract, root: Path, present: Callable[[Path], bool]) -> list[str]:
     out = []
     for entry in contract.scope.allowed:
-        if not (root / entry).exists():
+        if not present(root / entry):
             out.append(f"scope.allowed entry {entry!r} does not exist in {root} (yet)")
     return out

@@ -16,10 +16,10 @@ from repo_fixture import git
 from ratchet.agents.base import Action, AgentContext
 from ratchet.agents.command.agent import CommandAgent
 from ratchet.agents.command.factory import build_command_agent
+from ratchet.commands.contract_file import load_contract
 from ratchet.compute.base import SandboxSpec
 from ratchet.core.canonical import digest_bytes
 from ratchet.core.contract import Contract
-from ratchet.core.contract_load import load_contract
 from ratchet.workspace.git import Git
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "agent"
