@@ -12,7 +12,9 @@ import signal
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from ratchet.compute import pids, reaper
 from ratchet.compute.base import (
@@ -24,9 +26,6 @@ from ratchet.compute.cgroup import JobCgroup
 from ratchet.compute.outcome import describe_end, make_result
 from ratchet.compute.streams import CappedOutput, ExitWatch, JobIO
 
-if TYPE_CHECKING:
-    from ratchet.compute.local import LocalExecutor
-
 DRAIN_S = 2.0
 """Seconds spent reading a job's pipes after it ended (and its leftovers were killed)."""
 
@@ -45,6 +44,20 @@ STOP_POLL_S = 0.1
 
 STOP_ROUNDS = 100
 """SIGKILL rounds (STOP_POLL_S apart) before the kernel gives up waiting for a stopped job to die."""
+
+
+@dataclass(frozen=True)
+class ExecutorLink:
+    """What a job's process needs of the local executor running it.
+
+    pid_dir: where running jobs are recorded for `pids.kill_recorded` (None: not recorded).
+    wake_fd: the read end of the executor's wake pipe, readable once a cancel was asked.
+    is_cancelled(job_id): whether the job was cancelled.
+    """
+
+    pid_dir: Path | None
+    wake_fd: int
+    is_cancelled: Callable[[str], bool]
 
 
 class JobProcess:
@@ -52,7 +65,7 @@ class JobProcess:
 
     def __init__(
         self,
-        executor: LocalExecutor,
+        executor: ExecutorLink,
         spec: JobSpec,
         argv: list[str],
         env: dict[str, str],
@@ -113,7 +126,7 @@ class JobProcess:
         watch = ExitWatch(proc.pid)
         self.since = pids.process_start_time(proc.pid)
         io = JobIO(
-            {out_r: self.outputs[0], err_r: self.outputs[1]}, in_w, spec.stdin_bytes, watch, self.ex._wake_r
+            {out_r: self.outputs[0], err_r: self.outputs[1]}, in_w, spec.stdin_bytes, watch, self.ex.wake_fd
         )
         try:
             if self.ex.pid_dir is not None:

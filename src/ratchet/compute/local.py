@@ -43,7 +43,7 @@ from ratchet.compute.base import (
 )
 from ratchet.compute.env import job_env  # noqa: F401  (re-exported: the executor's environment rule)
 from ratchet.compute.gpus import GpuPool, gpu_device_nodes, gpu_env
-from ratchet.compute.job_process import JobProcess
+from ratchet.compute.job_process import ExecutorLink, JobProcess
 from ratchet.compute.outcome import not_started, unknown_result, write_result
 from ratchet.compute.sandbox import wrap_argv
 from ratchet.compute.streams import CappedOutput
@@ -257,7 +257,8 @@ class LocalExecutor:
             CappedOutput(job_dir / "stderr", spec.output_cap_bytes),
         )
         try:
-            result = JobProcess(self, spec, argv, env, outputs, str(scratch.resolve())).run(events)
+            link = ExecutorLink(self.pid_dir, self._wake_r, self.is_cancelled)
+            result = JobProcess(link, spec, argv, env, outputs, str(scratch.resolve())).run(events)
         finally:
             for out in outputs:
                 out.close()

@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ratchet.core.contract_base import check_scope_path
+
 MAX_TEMPERATURE = 2.0
 """The largest `temperature` OpenAI-compatible servers accept."""
 
@@ -50,8 +52,6 @@ class LlmPrompts(_Model):
     @field_validator("system", "repository", "examples", "strategy")
     @classmethod
     def _relative(cls, value: str | None) -> str | None:
-        from ratchet.core.contract import check_scope_path
-
         return None if value is None else check_scope_path(value)
 
 

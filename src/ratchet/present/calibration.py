@@ -1,5 +1,5 @@
-"""Human renderings of a calibration: `ratchet calibrate`'s result and the detectable-effect lines of
-`ratchet check`. Each takes the same dict `--json` prints."""
+"""Human rendering of a calibration: `ratchet calibrate`'s result (`ratchet check` shows a stored
+calibration with `render.detectable_lines`). Takes the same dict `--json` prints."""
 
 from __future__ import annotations
 
@@ -63,30 +63,3 @@ def _looks_table(levels: Sequence[Mapping[str, Any]]) -> Table:
 
 def _cell(value: float | None) -> str:
     return "-  (cannot accept here)" if value is None else fmt_num(value, 3)
-
-
-def _per_look(level: Mapping[str, Any]) -> str:
-    return " / ".join("-" if look["detectable"] is None else fmt_num(look["detectable"], 3) for look in level["looks"])
-
-
-def detectable_lines(d: Mapping[str, Any]) -> list[str]:
-    """`ratchet check`'s lines for its `detectable` result (see commands.check.detectable_summary):
-    the stored calibration's detectable gains per look, or the guess in paired SDs without one."""
-    cal = d.get("calibration")
-    if cal and "ignored" not in cal:
-        n = cal["noise"]
-        head = (f"calibrated by run {cal['run_id']} ({cal['seeds']} seeds, commit {str(cal['commit'])[:10]}"
-                + ("; HEAD has changed since" if cal["head_changed"] else "") + f"): paired SD "
-                f"{fmt_num(n['paired_sd'])} (seed {fmt_num(n['seed_sd'])}, repeat {fmt_num(n['repeat_sd'])}"
-                + (", deterministic" if n["deterministic"] else "")
-                + f"); gains detected with {cal['power']:.0%} power:")
-        return [head, *(_level_line(lv, "") for lv in cal["levels"])]
-    guess = d["in_paired_sd"]
-    head = (f"not calibrated (`ratchet calibrate` measures the noise); gains detected with {guess['power']:.0%} "
-            "power, in paired-difference SDs:")
-    return [head, *(_level_line(lv, " SDs") for lv in guess["levels"])]
-
-
-def _level_line(level: Mapping[str, Any], unit: str) -> str:
-    looks = " / ".join(str(look["units"]) for look in level["looks"])
-    return f"  trial {level['trial']} (level {fmt_p(level['level'])}): {_per_look(level)}{unit} at looks {looks}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -106,8 +107,6 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         out.print("           gate.confirm does not apply to examples (no fresh units); the test split is "
                   "measured once at the end")
     if "detectable" in r:
-        from ratchet.present.calibration import detectable_lines
-
         for k, line in enumerate(detectable_lines(r["detectable"])):
             out.print(("[bold]detect[/]   " if k == 0 else "           ") + escape(line))
     s = r["scope"]
@@ -166,6 +165,33 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         out.print(f"[yellow]warning[/]: {warning}")
     if not r["unsupported"]:
         out.print("[green]contract OK[/]")
+
+
+def detectable_lines(d: Mapping[str, Any]) -> list[str]:
+    """`ratchet check`'s lines for its `detectable` result (see commands.check.detectable_summary):
+    the stored calibration's detectable gains per look, or the guess in paired SDs without one."""
+    cal = d.get("calibration")
+    if cal and "ignored" not in cal:
+        n = cal["noise"]
+        head = (f"calibrated by run {cal['run_id']} ({cal['seeds']} seeds, commit {str(cal['commit'])[:10]}"
+                + ("; HEAD has changed since" if cal["head_changed"] else "") + f"): paired SD "
+                f"{fmt_num(n['paired_sd'])} (seed {fmt_num(n['seed_sd'])}, repeat {fmt_num(n['repeat_sd'])}"
+                + (", deterministic" if n["deterministic"] else "")
+                + f"); gains detected with {cal['power']:.0%} power:")
+        return [head, *(_level_line(lv, "") for lv in cal["levels"])]
+    guess = d["in_paired_sd"]
+    head = (f"not calibrated (`ratchet calibrate` measures the noise); gains detected with {guess['power']:.0%} "
+            "power, in paired-difference SDs:")
+    return [head, *(_level_line(lv, " SDs") for lv in guess["levels"])]
+
+
+def _level_line(level: Mapping[str, Any], unit: str) -> str:
+    looks = " / ".join(str(look["units"]) for look in level["looks"])
+    return f"  trial {level['trial']} (level {fmt_p(level['level'])}): {_per_look(level)}{unit} at looks {looks}"
+
+
+def _per_look(level: Mapping[str, Any]) -> str:
+    return " / ".join("-" if look["detectable"] is None else fmt_num(look["detectable"], 3) for look in level["looks"])
 
 
 def state_text(r: dict[str, Any]) -> str:
