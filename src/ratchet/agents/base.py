@@ -1,4 +1,4 @@
-"""The agent protocol (DESIGN.md §5): an attempt is a conversation of legs between the kernel and an
+"""The agent protocol: an attempt is a conversation of legs between the kernel and an
 agent. `start(context)` and `wake(context, results)` return an Action:
 
     Launch(jobs, note)   run the agent's own experiments (charged to the budget), then wake it

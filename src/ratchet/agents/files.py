@@ -1,4 +1,4 @@
-"""The files agent: prepared candidates, one per attempt, in name order (DESIGN.md §8).
+"""The files agent: prepared candidates, one per attempt, in name order (docs/agents.md).
 
 Each entry of `[agent.files].path` is either a subdirectory whose files are overlaid onto the
 champion's tree, or a `.patch` file applied to it. A patch that does not apply is a rejected attempt

@@ -1,5 +1,5 @@
 """The search agent: Optuna (ask/tell) over the tunables declared in `[agent.search.space]`, written
-into the params file of the candidate tree (DESIGN.md §8).
+into the params file of the candidate tree (docs/agents.md).
 
 The ledger is the only source of truth: every ask rebuilds the study from the finished attempts in
 the context (their params and measured means) with a sampler seeded by (campaign seed, attempt), so

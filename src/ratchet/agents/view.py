@@ -1,4 +1,4 @@
-"""What an agent may read of a tree: everything but the hidden paths (DESIGN.md §5).
+"""What an agent may read of a tree: everything but the hidden paths.
 
 Agents build candidates through a `TreeBuilder`; the kernel hands them this view, so a hidden path
 (`scope.hidden`, `target.examples`) reads as absent. Writing one is caught later by the scope check

@@ -124,7 +124,7 @@ class Batch:
 
 
 class Executor(Protocol):
-    """Where jobs run (DESIGN.md §5): the local process pool, or a Slurm cluster.
+    """Where jobs run: the local process pool, or a Slurm cluster.
 
     `submit` hands jobs over and returns at once (a backend may start them in threads, or submit a
     held job array and release it once every external id was reported through `on_submit`);

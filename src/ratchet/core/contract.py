@@ -1,8 +1,8 @@
-"""The contract (`ratchet.toml`): strict, frozen models for every section and key of DESIGN.md §4.
+"""The contract (`ratchet.toml`): strict, frozen models for every section and key (docs/guide.md).
 
-Pure: no file access here (loading lives in `contract_load.py`). Unknown keys are errors; a key
-left out takes the default shown in DESIGN.md §4. Values the schema knows but this build cannot run
-yet validate here and are refused by `ratchet run` (see `support.py`).
+Pure: no file access here (validating a file's bytes: `contract_load.py`). Unknown keys are errors; a key
+left out takes its default (`ratchet init` writes every key with it). Values the schema knows but this build cannot run
+yet validate here and are refused by `ratchet run` (see `unsupported.py`).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class ScopeSection(_Model):
 
 
 class GateSection(_Model):
-    """[gate]: the statistics of DESIGN.md §6."""
+    """[gate]: the statistics of the gate (docs/gate.md)."""
 
     alpha: Annotated[float, Field(gt=0, le=0.5)] = 0.05
     multiplicity: Literal["campaign", "trial"] = "campaign"

@@ -106,7 +106,7 @@ def check_agent_template(value: str, allow_session: bool) -> str:
 
 class CommandAgentConfig(_Model):
     """[agent.command]: an external coding-agent CLI run in its own workspace under the sandbox,
-    talking to the kernel through the channel (DESIGN.md §8, docs/agents-command.md).
+    talking to the kernel through the channel (docs/agents-command.md).
 
     command: argv template for a fresh start (placeholders AGENT_TEMPLATE_FIELDS but {session}).
     wake_command: argv template for a CLI that resumes its session by id (None: each wake is a fresh

@@ -1,4 +1,4 @@
-"""The `[agent.llm]` section of the contract: a model behind an OpenAI-compatible chat API (issue 20).
+"""The `[agent.llm]` section of the contract: a model behind an OpenAI-compatible chat API (docs/agents-llm.md).
 
 Pure, like `contract.py` (which imports these models). The API key never appears here: the contract
 holds only the NAME of the environment variable that carries it (`api_key_env`), read at call time.
@@ -56,7 +56,7 @@ class LlmPrompts(_Model):
 
 
 class LlmAgentConfig(_Model):
-    """[agent.llm]: a model behind an OpenAI-compatible chat API (DESIGN.md §8): hosted, vLLM,
+    """[agent.llm]: a model behind an OpenAI-compatible chat API: hosted, vLLM,
     Ollama or llama.cpp, chosen by `base_url`.
 
     api_key_env: the NAME of the variable holding the key ("" when the server needs none).

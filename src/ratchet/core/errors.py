@@ -1,6 +1,6 @@
 """Errors that reach the user: a stable code, a message naming what is wrong, a hint, an exit code.
 
-Exit codes (DESIGN.md §9): 0 ok, 1 internal error, 2 bad input (contract, arguments, data,
+Exit codes (docs/errors.md): 0 ok, 1 internal error, 2 bad input (contract, arguments, data,
 unsupported setting), 3 a check failed (`verify`), 130 interrupted.
 Every code with its exit code and meaning: `ratchet.core.error_codes.ERROR_CODES` (docs/errors.md).
 """

@@ -1,4 +1,4 @@
-"""The gate: a trial's paired scores in, a verdict out (DESIGN.md §6).
+"""The gate: a trial's paired scores in, a verdict out (docs/gate.md).
 
 Pure: takes the unit scores measured so far and the trial's settings, returns a frozen Decision;
 touches no file, process or clock. The statistics live in `ratchet.core.stats` and are imported when a
@@ -365,7 +365,7 @@ def _check_range(d_scores: Any, settings: GateSettings) -> None:
 def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     """Judge a trial from the units measured so far (in plan order).
 
-    Failure rules first (DESIGN.md §6): any candidate-side failure -> rejected/candidate_failed;
+    Failure rules first: any candidate-side failure -> rejected/candidate_failed;
     a champion failure after its retry -> inconclusive/champion_failed; a champion failure not yet
     retried -> continue/champion_retry with retry_units. Otherwise the looks reached by the leading
     complete units are walked in order (stats.sequential.walk_looks), which gives the same result as

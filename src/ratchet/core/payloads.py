@@ -1,4 +1,4 @@
-"""One frozen model per event kind: what each ledger event's `data` holds (DESIGN.md §7).
+"""One frozen model per event kind: what each ledger event's `data` holds (docs/ledger.md).
 
 Validated when an event is appended (`EventLog.append` calls `check_payload`): an unknown kind, an
 unknown key, a missing key or a wrong type is refused before anything is written. Replay never

@@ -1,4 +1,4 @@
-"""Plans: a trial compiled into its deterministic, content-addressed list of jobs (DESIGN.md §6).
+"""Plans: a trial compiled into its deterministic, content-addressed list of jobs (docs/gate.md).
 
 Pure: the same inputs give byte-identical canonical JSON and the same digest. Unit seeds derive
 from the campaign seed, the run's random salt, the stage and the trial index through SHA-256 (never

@@ -1,5 +1,5 @@
 """What this build can run. The schema knows more than the kernel runs yet; `ratchet run` refuses a
-setting listed here with exit 2 instead of silently ignoring it (DESIGN.md §4).
+setting listed here with exit 2 instead of silently ignoring it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The closed sets of Ratchet's words, each defined once with one line per value (DESIGN.md §2).
+"""The closed sets of Ratchet's words, each defined once with one line per value.
 
 Every module that names a stage, a variant, a stop reason, a job's or a measurement's state uses
 these types; `docs/ledger.md` lists the same values (a test keeps the two in step).
@@ -104,13 +104,13 @@ PValueKind = Literal["exact", "bound", "monte_carlo"]
 - monte_carlo: (1 + count) / (B + 1) over B random sign flips, valid (never optimistic) but random."""
 
 Spending = Literal["linear", "pocock"]
-"""How a trial's level is spread over its looks: `linear` level * t (default), `pocock` the rule before."""
+"""How a trial's level is spread over its looks: `linear` level * t (default), `pocock` (Pocock-type, for comparison)."""
 
 GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]
 """The test of a continuous metric (`gate.test`); binary scores always use exact McNemar / the exact
 unconditional margin test, valid for every distribution of paired pass/fail units.
 - guarded_sign_flip (default): the sign-flip test plus the harmful-tail guard (`tail_guard`);
-- sign_flip: the sign-flip permutation test of the mean paired difference alone (the rule before);
+- sign_flip: the sign-flip permutation test of the mean paired difference alone (no guard);
 - betting: a betting (e-process) test of a bounded mean; needs `target.metric_range`."""
 
 

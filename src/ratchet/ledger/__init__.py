@@ -1,17 +1,22 @@
-"""The ledger: the run's append-only event log and everything derived from it or stored beside it.
+"""The ledger: the run's append-only event log and everything derived from it or stored beside it. The
+format of one line, each kind's data and the fold into a RunState are pure and live in `core/`
+(`events.py`, `payloads.py`, `state.py`).
 
-- events.py: the hash-chained events.jsonl, read and appended (EventLog, read_events, scan_log)
-- schema.py: one line of it (Event, the closed EVENT_KINDS list, GENESIS_PREV, LedgerLineError)
-- verify.py: checking its lines (scan_events) or only their hash chain from some offset (check_chain)
-- reducer.py: the pure fold of events into a RunState
-- index.py: the derived, rebuildable index.sqlite
-- prefix.py: the index's segment hashes of the ledger's bytes, and checking a file against them
-- snapshot.py: the state `ratchet status` shows, read from the index when its segment hashes vouch
+- `events.py`: the hash-chained events.jsonl, read and appended (EventLog, read_events, scan_log)
+- `verify.py`: checking its lines (scan_events) or only their hash chain from some offset (check_chain)
+- `index.py`: the derived, rebuildable index.sqlite
+- `prefix.py`: the index's segment hashes of the ledger's bytes, and checking a file against them
+- `snapshot.py`: the state `ratchet status` shows, read from the index when its segment hashes vouch
   for the ledger's first bytes
-- blobs.py: content-addressed files under blobs/
-- lock.py: one writer per run (flock), is_locked for status
-- rundir.py: the run directory layout (DESIGN.md §7), run ids, .git/info/exclude
-- files.py: exclusive writes (O_EXCL|O_NOFOLLOW temp, fsync, rename)
+- `blobs.py`: content-addressed files under blobs/
+- `signing.py`: the project's Ed25519 key pair and the signature some events carry
+- `lock.py`: one writer per run (flock), is_locked for status
+- `project_lock.py`: one `ratchet run` per project at a time
+- `rundir.py`: the run directory layout (docs/ledger.md), run ids, .git/info/exclude
+- `files.py`: exclusive writes (O_EXCL|O_NOFOLLOW temp, fsync, rename)
+
+Effects: reads and writes files under `.ratchet/` (events, index, blobs, locks, keys) and
+`.git/info/exclude`; takes flocks.
 """
 
 from ratchet.core.state import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold

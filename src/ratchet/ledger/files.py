@@ -1,6 +1,6 @@
 """Safe file writes for the run directory: exclusive temp files, fsync, atomic rename.
 
-Files the kernel writes in places an agent can touch are written exclusively (DESIGN.md §7):
+Files the kernel writes in places an agent can touch are written exclusively:
 a temp file created with O_CREAT|O_EXCL|O_NOFOLLOW (a symlink or file planted at the temp name
 makes the write fail instead of writing through it), fsynced, then renamed over the target
 (rename replaces a planted symlink itself, never the file it points to).

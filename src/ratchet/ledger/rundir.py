@@ -1,4 +1,4 @@
-"""The run directory layout of DESIGN.md §7: `.ratchet/runs/<run_id>/` under the project root.
+"""The run directory layout (docs/guide.md): `.ratchet/runs/<run_id>/` under the project root.
 
 ```
 .ratchet/

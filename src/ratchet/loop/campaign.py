@@ -1,4 +1,4 @@
-"""The campaign loop (DESIGN.md §3): attempts until a stop reason, each candidate judged by the gate
+"""The campaign loop: attempts until a stop reason, each candidate judged by the gate
 against the champion, promotions as commits on `ratchet/<run_id>/champion`, then the holdout.
 
 Every step is recorded in the ledger before the next one starts, and every step is written with
@@ -320,7 +320,7 @@ class Campaign:
         return measure_plan(self.k, self.target, plan, level, margin, self.ui.jobs)
 
     def _margin(self, stage: str) -> float:
-        """The margin tested as the null (DESIGN.md §6): the larger of gate.min_effect and
+        """The margin tested as the null (docs/gate.md): the larger of gate.min_effect and
         gate.min_effect_rel x |the mean of the champion this candidate faces|, as last measured
         (the preflight's for the baseline). 0 for the holdout. A resume uses the margin recorded with
         the plan (measure_plan), never one computed from later events."""

@@ -21,7 +21,7 @@ from ratchet.targets.base import Task
 from ratchet.targets.benchmark import launch_jobs_target
 
 MAX_LAUNCH_TIMEOUT_S = 240 * 60.0
-"""A launched job runs at most 240 minutes (DESIGN.md §8), whatever the agent asks."""
+"""A launched job runs at most 240 minutes (docs/agents-command.md), whatever the agent asks."""
 
 TAIL_CHARS = 4000
 """Characters of a launched job's stdout and stderr tails handed back to the agent."""

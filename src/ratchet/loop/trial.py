@@ -1,5 +1,5 @@
 """Running one plan through its looks: measure the next look's units, ask the gate, re-run champion
-units once when the gate asks, stop at the first verdict (DESIGN.md §6, sequential looks). The same
+units once when the gate asks, stop at the first verdict (docs/gate.md, sequential looks). The same
 walk for every target: units are seeds or examples, scores metrics or passes.
 """
 

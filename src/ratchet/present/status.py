@@ -1,4 +1,4 @@
-"""`ratchet status`: a run's state as the `--json` result of DESIGN.md §9, built from the folded
+"""`ratchet status`: a run's state as the `--json` result of `ratchet status`, built from the folded
 ledger (pure) plus whether a kernel holds the run's lock (the only effect, done by the caller).
 """
 

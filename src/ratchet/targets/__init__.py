@@ -1,1 +1,14 @@
-"""targets package."""
+"""Targets: what is measured, behind the Target seam (`base.py`), built from the contract by
+`factory.py`.
+
+Benchmark targets: `benchmark.py` (seeds as units, confirmation on fresh ones), `shell.py` (one
+`/bin/sh -c` job per unit), `metric.py` (the metric read from stdout, pure), `imports.py` (which
+modules in scope a `python FILE` benchmark imports). Examples targets: `examples.py` (the file loaded,
+split and fingerprinted), `examples_target.py` (the target), `examples_measure.py` (a shard job's pure pieces),
+`checks.py` (does an output pass `[[target.checks]]`), `shard_runner.py` (runs a solution per
+example, inside the job, stdlib only).
+
+Effects: reads the examples file, the project's benchmark sources and the jobs' output files;
+`custom` checks run a script of the project; the jobs themselves run on the executor the loop hands
+in.
+"""

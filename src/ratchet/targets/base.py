@@ -1,4 +1,4 @@
-"""The Target seam (DESIGN.md §5): what is measured, as the one runner and the trial see it.
+"""The Target seam: what is measured, as the one runner and the trial see it.
 
 A target turns a stage and two trees into a `Plan` whose units are seeds (benchmark) or example
 ids (examples), groups planned jobs into executor tasks (one unit per task for a benchmark, a shard

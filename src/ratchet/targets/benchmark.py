@@ -1,5 +1,5 @@
 """The benchmark target: a command that prints its metric as JSON, run once per variant and unit
-(DESIGN.md §4). Units are seeds drawn from the run's salt; an accepted candidate is confirmed on
+(docs/guide.md). Units are seeds drawn from the run's salt; an accepted candidate is confirmed on
 fresh seeds when `gate.confirm`; the holdout measures the final champion against the baseline on
 `gate.holdout_units` fresh seeds.
 """

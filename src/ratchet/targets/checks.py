@@ -1,4 +1,4 @@
-"""Checks: does one example's actual output pass `[[target.checks]]` (DESIGN.md §4)?
+"""Checks: does one example's actual output pass `[[target.checks]]` (docs/examples-checks.md)?
 
 Every check is pure except `custom`, which runs a script of the project through an injectable
 runner (default: a subprocess in its own process group, killed on timeout). All checks of a target

@@ -1,5 +1,5 @@
 """Examples targets: load the examples file, split it into dev / val / test, fingerprint the split,
-order val for the sequential looks, and say what a split of this size can detect (DESIGN.md §4, §6).
+order val for the sequential looks, and say what a split of this size can detect (docs/guide.md).
 
 Pure except `load_examples`, which reads one file. Every order here derives from the campaign seed
 and each example's content hash, never from line order, so reordering the file changes nothing and

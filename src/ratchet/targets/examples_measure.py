@@ -2,7 +2,7 @@
 (its stdin, limits, how its output is judged and recorded). `examples_target.ExamplesTarget` puts
 them behind the Target seam; the one runner (`loop/measure.py`) runs the shards.
 
-What a job sees (§5): a checkout WITHOUT `target.examples` nor the caller's `exclude`
+What a job sees: a checkout WITHOUT `target.examples` nor the caller's `exclude`
 (`contract.hidden_paths`: scope.hidden and target.examples), and on stdin the shard: ids and
 inputs, never an expected output. The kernel keeps the expected outputs and judges the runner's
 records with `run_checks` once the job has ended; custom check scripts run from `project_root`.

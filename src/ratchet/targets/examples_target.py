@@ -1,4 +1,4 @@
-"""The examples target (`target.kind = "examples"`, DESIGN.md §4-§6) behind the Target seam.
+"""The examples target (`target.kind = "examples"`, docs/guide.md) behind the Target seam.
 
 Units are example ids. A trial measures the val split in a seeded order, its looks `gate.units`
 clamped to the val size, judged with exact McNemar looks; there is no confirmation (no fresh val

@@ -1,10 +1,14 @@
 """The command agent: any coding-agent CLI in its own workspace, talking to the kernel through the
-channel `.ratchet-sys/` (DESIGN.md §8, docs/agents-command.md).
+channel `.ratchet-sys/` (docs/agents-command.md).
 
-Modules: `limits` (the kernel's limits), `workspace` (seeding and harvesting), `channel` (hardened
-file access), `requests` (validation of what the agent asks), `artifacts` (copied back from jobs),
-`messages` (prompt and wake texts, fenced data), `template` (the CLI's argv), `tool` (the
-`ratchet-sys` program, stdlib only), `agent` (`CommandAgent`).
+Modules: `limits.py` (the kernel's limits), `workspace.py` (seeding and harvesting), `channel.py`
+(hardened file access), `requests.py` (validation of what the agent asks), `artifacts.py` (copied
+back from jobs), `messages.py` (prompt and wake texts, fenced data), `template.py` (the CLI's argv),
+`tool.py` (the `ratchet-sys` program, stdlib only), `factory.py` (the agent built from a contract),
+`agent.py` (`CommandAgent`).
+
+Effects: creates and harvests a git workspace outside the project, reads and writes its channel, runs
+the agent's CLI (under bubblewrap when the sandbox is used).
 """
 
 from ratchet.agents.command.agent import CommandAgent, CommandSetup

@@ -1,4 +1,4 @@
-"""The command agent (`agent.kind = "command"`, DESIGN.md §8): any coding-agent CLI, run in its own
+"""The command agent (`agent.kind = "command"`, docs/agents-command.md): any coding-agent CLI, run in its own
 workspace under bubblewrap, talking to the kernel through the channel.
 
 One attempt is a conversation of legs. A leg starts the CLI (`[agent.command].command` with the

@@ -1,4 +1,4 @@
-"""The command agent's limits (DESIGN.md §8), kernel-enforced. `tool.py` repeats them for fast
+"""The command agent's limits (docs/agents-command.md), kernel-enforced. `tool.py` repeats them for fast
 feedback to the agent; these are the truth: the kernel re-validates every request against them.
 """
 

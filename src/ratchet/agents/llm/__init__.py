@@ -1,9 +1,13 @@
-"""The llm agent (`agent.kind = "llm"`, DESIGN.md §8, issue 20): a model behind any OpenAI-compatible
+"""The llm agent (`agent.kind = "llm"`, docs/agents-llm.md): a model behind any OpenAI-compatible
 chat API proposes candidates.
 
-Modules: `agent` (LlmAgent, the Agent protocol; strategy directives), `client` (one budgeted,
-retried, deadlined, recorded call), `budget` (pure reserve/settle arithmetic of the model budgets),
-`records` (call records and the Journal protocol the loop implements), `evidence` (what the model
-may know of the run, and the Evidence protocol the loop implements), `prompts` (templates and
-fitting into the context window), `edits` (search/replace blocks and whole-solution replies).
+Modules: `agent.py` (LlmAgent, the Agent protocol; strategy directives), `client.py` (one budgeted,
+retried, deadlined, recorded call), `records.py` (call records and the Journal protocol the loop
+implements), `evidence.py` (what the model may know of the run, and the Evidence protocol the loop
+implements), `prompts.py` (templates and fitting into the context window), `edits.py`
+(search/replace blocks and whole-solution replies), `templates/` (the built-in prompts). The model
+budgets' arithmetic is in `core/budget/`.
+
+Effects: HTTP calls to the model's API (`client.py`), each recorded through the caller's Journal;
+prompt files of `[agent.llm.prompts]` read from the project.
 """

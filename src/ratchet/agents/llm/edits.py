@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ratchet.core.contract import check_scope_path, scope_covers
 
 MAX_REPORT_CHARS = 8000
-"""Longest report kept from a reply (the channel's report limit, DESIGN.md §8)."""
+"""Longest report kept from a reply (the command agent's report limit, `agents.command.limits`)."""
 
 MAX_SUMMARY_CHARS = 200
 """Longest one-line summary kept."""

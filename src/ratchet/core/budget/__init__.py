@@ -1,6 +1,7 @@
-"""Budgets (pure): one reserve / settle mechanism (`account`) and what asks it: the kernel's attempts
-and agents' launches (`jobs`: job-units, CPU and wall time, GPU-hours, val trials) and the llm
-agent's model calls (`model`: calls, tokens, dollars)."""
+"""Budgets (pure): one reserve / settle mechanism (`account.py`) and what asks it: the kernel's
+attempts and agents' launches (`jobs.py`: job-units, CPU and wall time, GPU-hours, val trials) and
+the llm agent's model calls (`model.py`: calls, tokens, dollars).
+"""
 
 from ratchet.core.budget.account import (
     BUDGET_NAMES,

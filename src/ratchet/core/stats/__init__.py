@@ -1,16 +1,19 @@
 """Statistics of the gate (docs/gate.md): pure functions, validated by simulation in tests/core/stats/.
 
-- `paired`: one-sided paired tests (exact McNemar, exact unconditional with a margin, sign-flip
+- `paired.py`: one-sided paired tests (exact McNemar, exact unconditional with a margin, sign-flip
   permutation with Monte Carlo flips chosen from the threshold) and intervals (Wilson, Newcombe,
   Student t, descriptive);
-- `betting`: the anytime-valid betting test of a bounded mean (gate.test = "betting");
-- `tail_guard`: the harmful-tail guard of `guarded_sign_flip`;
-- `look_test`: the one test object a look runs, whichever gate.test and score kind;
-- `bounds`: the verdict's bound, the same test inverted at the deciding look's threshold;
-- `sequential`: looks, alpha spending across them, the futility rule;
-- `multiplicity`: the level of each attempt (online fallback) and its trial/confirmation split;
-- `guarantee`: each test's one-sentence guarantee, and what n units cannot see (import-light).
+- `betting.py`: the anytime-valid betting test of a bounded mean (gate.test = "betting");
+- `tail_guard.py`: the harmful-tail guard of `guarded_sign_flip`;
+- `look_test.py`: the one test object a look runs, whichever gate.test and score kind;
+- `bounds.py`: the verdict's bound, the same test inverted at the deciding look's threshold;
+- `sequential.py`: looks, alpha spending across them, the futility rule;
+- `multiplicity.py`: the level of each attempt (online fallback) and its trial/confirmation split;
+- `guarantee.py`: each test's one-sentence guarantee, and what n units cannot see (import-light);
+- `power.py`: the power of the exact McNemar test and the smallest gain it detects;
+- `calibration.py`: a benchmark's noise (seed and repeat variance) and the gains the gate detects
+  through it (`ratchet calibrate`).
 
-Submodules import numpy and scipy (except `guarantee`); import them where a trial is judged or a
-schedule printed.
+Submodules import numpy and scipy, directly or through `paired.py` (all but `guarantee.py`,
+`power.py` and `bounds.py`); import them where a trial is judged or a schedule printed.
 """

@@ -2,7 +2,7 @@
 
 Pure: values in, values out; randomness only through a seed argument. Every test here is one-sided
 (is the candidate better by more than the margin?) and returns p-values that are exact or
-conservative, never optimistic (DESIGN.md §6). The core tests accept a batch of trials at once
+conservative, never optimistic (docs/gate.md). The core tests accept a batch of trials at once
 (a 2-D array, one row per trial): the simulation tests drive the very same code the gate calls.
 
 - binary scores: exact McNemar (margin 0), an exact unconditional test (margin > 0), Wilson

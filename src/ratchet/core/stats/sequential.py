@@ -13,8 +13,8 @@ stay valid).
   Biometrics 43:857-864). It keeps half the level for the last look of (10, 20, 40); chosen by
   simulation (docs/gate.md): +1.4 / +0.8 points of promotion at 0.25 / 0.5 SD of d for +2%
   job-units against `pocock`, where rho = 2 gained +5 / +2 points for +8% to +25% job-units.
-- `pocock`: alpha(t) = level * ln(1 + (e - 1) t) (Lan & DeMets 1983, Biometrika 70:659-663), the
-  rule before: about a third of the level at a quarter of the units.
+- `pocock`: alpha(t) = level * ln(1 + (e - 1) t) (Lan & DeMets 1983, Biometrika 70:659-663),
+  kept for comparison: about a third of the level at a quarter of the units.
 An increment the exact test cannot reach at its look (below the smallest p-value it can produce
 with that many units) is carried to the next look instead of being wasted; this depends on the
 design only (level, looks, kind, margin), never on data, so the union bound still holds.

@@ -15,7 +15,7 @@ from ratchet.core.events import Event
 from ratchet.core.state import parse_ts
 
 MAX_REPORT_CHARS = 8_000
-"""An attempt's report is shown up to this many characters (the channel's own limit, DESIGN.md §8)."""
+"""An attempt's report is shown up to this many characters (the command agent's own limit)."""
 
 MAX_DIFF_CHARS = 20_000
 """An attempt's diff is shown up to this many characters; the rest is cut with a note."""
