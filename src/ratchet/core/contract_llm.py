@@ -20,7 +20,7 @@ MAX_TEMPERATURE = 2.0
 """The largest `temperature` OpenAI-compatible servers accept."""
 
 MOVED_KEYS = {"max_calls": "budget.max_model_calls", "max_tokens": "budget.max_output_tokens"}
-"""Keys of an earlier `[agent.llm]` and where they live now."""
+"""Keys `[agent.llm]` refuses, each with the `[budget]` key its error names instead."""
 
 PROMPT_KINDS = ("system", "repository", "examples", "strategy")
 """The prompts an `[agent.llm.prompts]` table may override, one file each."""

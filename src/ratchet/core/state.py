@@ -305,7 +305,7 @@ class Folder:
         )
 
     def on_attempt_gave_up(self, d: Mapping[str, Any]) -> None:
-        # Recorded before `stops_campaign` existed, every give-up ended the campaign.
+        # A give-up recorded without `stops_campaign` (ledger format 1) ended the campaign.
         self.touch_attempt(d.get("attempt"), gave_up=d.get("reason"), stops_campaign=d.get("stops_campaign", True))
 
     def on_trial_planned(self, d: Mapping[str, Any]) -> None:

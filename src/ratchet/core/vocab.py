@@ -104,7 +104,7 @@ PValueKind = Literal["exact", "bound", "monte_carlo"]
 - monte_carlo: (1 + count) / (B + 1) over B random sign flips, valid (never optimistic) but random."""
 
 Spending = Literal["linear", "pocock"]
-"""How a trial's level is spread over its looks: `linear` level * t (default), `pocock` (Pocock-type, for comparison)."""
+"""How a trial's level is spread over its looks: `linear` level * t (default), `pocock` (for comparison)."""
 
 GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]
 """The test of a continuous metric (`gate.test`); binary scores always use exact McNemar / the exact

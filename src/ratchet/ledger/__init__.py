@@ -1,6 +1,6 @@
 """The ledger: the run's append-only event log and everything derived from it or stored beside it. The
-format of one line, each kind's data and the fold into a RunState are pure and live in `core/`
-(`events.py`, `payloads.py`, `state.py`).
+format of one line, each kind's data and the fold into a RunState are pure and live in
+`core/events.py`, `core/payloads.py` and `core/state.py`.
 
 - `events.py`: the hash-chained events.jsonl, read and appended (EventLog, read_events, scan_log)
 - `verify.py`: checking its lines (scan_events) or only their hash chain from some offset (check_chain)

@@ -19,7 +19,7 @@ confirmation (`gate.multiplicity`).
 Split. A promotion needs the trial and, when `gate.confirm` is on, a confirmation on fresh units
 (independent of the trial's units given the candidate): P(promote a null) <= trial level x
 confirmation level. So an attempt's level a is split as a product, trial = a ** (1 - CONFIRM_SHARE),
-confirmation = a ** CONFIRM_SHARE, instead of running both at a (a run's error was then near a^2,
+confirmation = a ** CONFIRM_SHARE, rather than both at a (which puts a run's error near a^2, the
 level wasted). Without confirmation the trial gets all of a.
 """
 
