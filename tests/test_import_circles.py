@@ -1,6 +1,7 @@
-"""No import circle between Ratchet's modules hides behind an import made late: one inside a
-function, or under `if TYPE_CHECKING:`. Either is allowed (a heavy library loaded only where it is
-needed), but not when the imported module already reaches the importer through its own imports.
+"""Imports point inwards (from the command line to the pure core), and no import circle between
+Ratchet's modules hides behind an import made late: one inside a function, or under
+`if TYPE_CHECKING:`. Either is allowed (a heavy library loaded only where it is needed), but not
+when the imported module already reaches the importer through its own imports.
 The import graph is walked with `ast`; importing `ratchet.a.b` counts as importing `ratchet.a` too
 (its `__init__.py` runs first)."""
 
@@ -118,3 +119,46 @@ def test_the_walk_sees_a_circle_closed_inside_a_function_or_under_type_checking(
         "ratchet.core.contract_llm -> ratchet.core.contract -> ratchet.core.contract_llm",
         "ratchet.present.render -> ratchet.present.calibration -> ratchet.present.render",
     ]
+
+
+FLOORS = (("cli", "__main__"), ("commands",), ("loop",), ("targets", "agents"), ("compute",),
+          ("ledger", "present", "workspace"), ("core",))
+"""The packages from the command line inwards, as `ratchet/__init__.py` lists them: a module imports
+only from its own package or a floor below its own (further down this list)."""
+
+
+def _floor(name: str) -> tuple[int, str]:
+    top = name.split(".")[1]
+    return next(k for k, floor in enumerate(FLOORS) if top in floor), top
+
+
+def outward_imports(sources: dict[str, str]) -> list[str]:
+    """Each import (eager or late) of `sources` that runs back up or sideways, as `A -> B`."""
+    found = []
+    for name, text in sorted(sources.items()):
+        if name == "ratchet":
+            continue
+        eager, late = import_edges(name, text)
+        targets = eager | late
+        for target in sorted(targets):
+            if target == "ratchet" or any(t.startswith(target + ".") for t in targets):
+                continue  # a package reported through the module imported from it
+            (mine, top), (theirs, other) = _floor(name), _floor(target)
+            if theirs < mine or (theirs == mine and other != top and name != "ratchet.__main__"):
+                found.append(f"{name} -> {target}")
+    return found
+
+
+def test_imports_point_inwards():
+    sources = {name: path.read_text(encoding="utf-8") for name, path in MODULES.items()}
+    assert outward_imports(sources) == []
+
+
+def test_the_walk_sees_an_import_back_up_and_one_sideways():
+    sources = {
+        "ratchet.core.gate": "def f():\n    from ratchet.loop.trial import run_plan\n",
+        "ratchet.ledger.index": "from ratchet.present.render import fmt_num\n",
+        "ratchet.loop.kernel": "from ratchet.compute.base import Executor\nfrom ratchet.core.plan import Plan\n",
+    }
+    assert outward_imports(sources) == ["ratchet.core.gate -> ratchet.loop.trial",
+                                        "ratchet.ledger.index -> ratchet.present.render"]
