@@ -1,6 +1,6 @@
 """The ledger: the run's append-only, hash-chained event log `runs/<run_id>/events.jsonl`.
 
-Each line is one canonical JSON event (the format: schema.py). An event is written with one
+Each line is one canonical JSON event (the format: `core/events.py`). An event is written with one
 os.write on an O_APPEND descriptor and fsynced before `append` returns.
 
 Reading verifies every line and never skips one (verify.py): a torn last line (`ledger.torn`), a
@@ -10,7 +10,7 @@ repaired, and only on request (`EventLog.open(..., repair=True)`, i.e. an explic
 truncated and a `ledger.repaired` event records the line and the bytes dropped.
 
 The writer must hold the run lock (`ratchet.ledger.lock`); this module does not take it. The names
-of schema.py and verify.py are importable from here too.
+of `core/events.py` and `verify.py` are importable from here too.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from ratchet.workspace.git import Git
 Clock = Callable[[], dt.datetime]
 
 CRASH_AT_ENV = "RATCHET_TEST_CRASH_AT"
-"""Test hook (tests/test_resume.py): `before:<event kind>:<n>` or `after:<event kind>:<n>` makes the
+"""Test hook (tests/loop/test_resume.py): `before:<event kind>:<n>` or `after:<event kind>:<n>` makes the
 kernel SIGKILL itself just before or just after the n-th event of that kind in the whole ledger is
 appended — a crash at an exact step. Read when a kernel opens; unset in normal use."""
 
