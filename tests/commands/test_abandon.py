@@ -13,7 +13,8 @@ import pytest
 from helpers import events, ratchet, set_contract
 
 from ratchet.ledger.lock import acquire_lock
-from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+from ratchet.loop.kernel import CRASH_AT_ENV
+from ratchet.loop.life import interrupted_runs
 
 pytestmark = pytest.mark.slow
 

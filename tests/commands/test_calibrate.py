@@ -124,7 +124,8 @@ def test_rev_measures_that_revision(bench_repo: Path):
 
 
 def test_a_killed_calibration_never_blocks_a_run_and_is_not_resumable(bench_repo: Path):
-    from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+    from ratchet.loop.kernel import CRASH_AT_ENV
+    from ratchet.loop.life import interrupted_runs
 
     killed = subprocess.run([sys.executable, "-m", "ratchet", "calibrate", str(bench_repo), "--json"],
                             capture_output=True, timeout=120, env={**os.environ, CRASH_AT_ENV: "after:job.finished:1"})

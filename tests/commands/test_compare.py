@@ -76,7 +76,8 @@ def test_a_killed_compare_never_blocks_a_run_and_is_not_resumable(repo: Path):
     import subprocess
     import sys
 
-    from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+    from ratchet.loop.kernel import CRASH_AT_ENV
+    from ratchet.loop.life import interrupted_runs
 
     killed = subprocess.run([sys.executable, "-m", "ratchet", "compare", "main", "better", "--dir", str(repo),
                              "--json"], capture_output=True, timeout=120,
