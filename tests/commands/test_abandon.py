@@ -68,7 +68,7 @@ def test_abandon_stops_the_run_for_good_and_deletes_nothing(project: Path):
     assert after[: len(before)] == before and [e["kind"] for e in after[len(before):]] == ["run.abandoned"]
     abandoned = after[-1]["data"]
     RunAbandoned.model_validate(abandoned)  # the documented payload: pid and reason, nothing else
-    assert set(abandoned) == {"pid", "reason"} and "running" in abandoned["reason"]
+    assert set(abandoned) == {"pid", "reason"} and "(state running)" in abandoned["reason"]
     assert before_files and before_files <= _kept_files(run_dir)
     assert interrupted_runs(project) == []  # a plain `ratchet run` is no longer blocked
 

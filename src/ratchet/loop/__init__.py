@@ -1,3 +1,4 @@
-"""The loop: the campaign (attempts), the kernel (a run's effects), trials (looks), the one
-measurement runner, agents' launches.
+"""The loop: a run's life (open, resume, stop, abandon), the campaign (attempts), the one-shot
+runs (compare, calibrate), the kernel (a run's effects), trials (looks), the one measurement runner,
+agents' launches.
 """

@@ -354,7 +354,7 @@ def abandon(project_root: Path, run_id: str) -> Abandoned:
                 )
             killed = kill_recorded(run.pids)
             kill_marked_under(run.jobs)
-            data = {"pid": os.getpid(), "reason": f"`ratchet abandon` while the run was {state.state}"}
+            data = {"pid": os.getpid(), "reason": f"abandoned by `ratchet abandon` (state {state.state})"}
             check_payload("run.abandoned", data)  # no kernel here: the check Kernel.record makes
             log.append("run.abandoned", data, utc_now())
         finally:
