@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,37 @@ def events(root: Path, run_id: str) -> list[dict[str, Any]]:
     """The run's ledger events as dicts."""
     path = root / ".ratchet" / "runs" / run_id / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def interrupted_at(root: Path, args: list[str], started: Callable[[dict[str, Any]], bool], timeout: float = 120
+                  ) -> tuple[int, dict[str, Any], str]:
+    """Run `python -m ratchet ARGS --json` in the background and send it SIGINT (Ctrl-C) once the
+    project's run has a `job.started` event whose data `started` accepts. Returns (exit code, the
+    JSON envelope, stderr)."""
+    out, err = root.parent / f"out-{time.monotonic_ns()}", root.parent / f"err-{time.monotonic_ns()}"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "ratchet", *args, "--json"], stdout=stdout, stderr=stderr)
+    deadline = time.monotonic() + timeout
+    while not any(e["kind"] == "job.started" and started(e["data"]) for e in _events_so_far(root)):
+        assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=timeout)
+    lines = [line for line in out.read_text().splitlines() if line.strip()]
+    assert len(lines) == 1, f"stdout {lines!r}\nstderr: {err.read_text()}"
+    return code, json.loads(lines[0]), err.read_text()
+
+
+def _events_so_far(root: Path) -> list[dict[str, Any]]:
+    """The events of every run of the project at `root` read so far (a line being written is skipped)."""
+    found = []
+    for path in (root / ".ratchet" / "runs").glob("*/events.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+    return found
 
 
 def rechain(path: Path, edit: Callable[[dict[str, Any]], bool]) -> None:

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from helpers import events, ratchet, set_contract
 
+from ratchet.core.payloads import RunAbandoned
 from ratchet.ledger.lock import acquire_lock
-from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+from ratchet.loop.kernel import CRASH_AT_ENV
+from ratchet.loop.life import interrupted_runs
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +66,9 @@ def test_abandon_stops_the_run_for_good_and_deletes_nothing(project: Path):
                              "killed_jobs": []}
     after = events(project, run_id)
     assert after[: len(before)] == before and [e["kind"] for e in after[len(before):]] == ["run.abandoned"]
+    abandoned = after[-1]["data"]
+    RunAbandoned.model_validate(abandoned)  # the documented payload: pid and reason, nothing else
+    assert set(abandoned) == {"pid", "reason"} and "(state running)" in abandoned["reason"]
     assert before_files and before_files <= _kept_files(run_dir)
     assert interrupted_runs(project) == []  # a plain `ratchet run` is no longer blocked
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet, set_contract
+from helpers import events, interrupted_at, ratchet, set_contract
 from repo_fixture import BENCH_PY, git
 from scipy import stats as sps
 
@@ -124,7 +124,8 @@ def test_rev_measures_that_revision(bench_repo: Path):
 
 
 def test_a_killed_calibration_never_blocks_a_run_and_is_not_resumable(bench_repo: Path):
-    from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+    from ratchet.loop.kernel import CRASH_AT_ENV
+    from ratchet.loop.life import interrupted_runs
 
     killed = subprocess.run([sys.executable, "-m", "ratchet", "calibrate", str(bench_repo), "--json"],
                             capture_output=True, timeout=120, env={**os.environ, CRASH_AT_ENV: "after:job.finished:1"})
@@ -209,3 +210,13 @@ def test_check_ignores_a_damaged_calibration_file_with_a_warning(bench_repo: Pat
     code, out, _ = ratchet("check", str(bench_repo))
     assert code == 0 and "ignored" in out["result"]["detectable"]["calibration"]
     assert any("calibration.json" in w and "ratchet calibrate" in w for w in out["result"]["warnings"])
+
+
+def test_ctrl_c_stops_a_calibration_interrupted_with_its_jobs_killed(make_repo, tmp_path: Path):
+    repo = make_repo(tmp_path / "slow", files={"bench.py": "import time\ntime.sleep(120)\n" + BENCH_PY})
+    code, out, _ = interrupted_at(repo, ["calibrate", str(repo), "--seeds", "2"], lambda job: True)
+    assert code == 130 and out["error"]["code"] == "interrupted"
+    (run_id,) = [p.name for p in (repo / ".ratchet" / "runs").iterdir()]
+    last = events(repo, run_id)[-1]
+    assert last["kind"] == "run.stopped" and last["data"]["stop_reason"] == "interrupted"
+    assert last["data"]["detail"] == "calibrate" and not (repo / ".ratchet" / "calibration.json").exists()

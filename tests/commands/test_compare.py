@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet, set_contract
+from helpers import events, interrupted_at, ratchet, set_contract
 from repo_fixture import BENCH_PY, git
 
 
@@ -40,6 +40,10 @@ def test_a_real_gain_is_accepted_and_a_second_compare_runs_no_job(repo: Path):
     assert (r2["verdict"], r2["estimate"], r2["p_value"]) == (r["verdict"], r["estimate"], r["p_value"])
     started = [e for e in events(repo, r2["run_id"]) if e["kind"] == "job.started"]
     assert started == [], "the second compare of the same pair re-ran jobs instead of using the cache"
+    (judged,) = [e["data"] for e in events(repo, r["run_id"]) if e["kind"] == "trial.judged"]
+    assert judged["candidate_mean"] > judged["champion_mean"], "judged as a campaign's trial is, with both means"
+    code, out, _ = ratchet("verify", r["run_id"], "--dir", str(repo))
+    assert code == 0 and out["result"]["verified"], out
 
 
 def test_identical_trees_are_never_accepted_and_run_no_job(repo: Path):
@@ -76,7 +80,8 @@ def test_a_killed_compare_never_blocks_a_run_and_is_not_resumable(repo: Path):
     import subprocess
     import sys
 
-    from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+    from ratchet.loop.kernel import CRASH_AT_ENV
+    from ratchet.loop.life import interrupted_runs
 
     killed = subprocess.run([sys.executable, "-m", "ratchet", "compare", "main", "better", "--dir", str(repo),
                              "--json"], capture_output=True, timeout=120,
@@ -86,3 +91,14 @@ def test_a_killed_compare_never_blocks_a_run_and_is_not_resumable(repo: Path):
     assert interrupted_runs(repo) == []
     code, out, _ = ratchet("run", str(repo), "--resume", run_id)
     assert code == 2 and out["error"]["code"] == "run.is_compare"
+
+
+def test_ctrl_c_stops_a_compare_interrupted_with_its_jobs_killed(repo: Path):
+    _branch(repo, "slow", {"bench.py": "import time\ntime.sleep(120)\n" + BENCH_PY})
+    code, out, _ = interrupted_at(repo, ["compare", "main", "slow", "--dir", str(repo)],
+                                  lambda job: job["variant"] == "candidate")
+    assert code == 130 and out["error"]["code"] == "interrupted"
+    (run_id,) = [p.name for p in (repo / ".ratchet" / "runs").iterdir()]
+    evs = events(repo, run_id)
+    assert evs[-1]["kind"] == "run.stopped" and evs[-1]["data"]["stop_reason"] == "interrupted"
+    assert evs[-1]["data"]["detail"] == "compare" and not [e for e in evs if e["kind"] == "trial.judged"]

@@ -17,8 +17,8 @@ from repo_fixture import EXAMPLES_CONTRACT, make_examples_repo
 from ratchet.agents.base import AgentContext, Launch, LaunchJob, LaunchResult, Submit
 from ratchet.commands.run import load_examples_data, open_project
 from ratchet.loop.agents import AgentLink, make_agent
-from ratchet.loop.campaign import Campaign, start_record
-from ratchet.loop.kernel import new_kernel
+from ratchet.loop.campaign import Campaign
+from ratchet.loop.life import new_kernel, record_started
 from ratchet.present.progress import LogUI
 from ratchet.targets.factory import make_target
 
@@ -106,7 +106,7 @@ def test_no_val_or_test_example_reaches_an_agent_or_a_job_checkout(tmp_path: Pat
     agent = CopyEverythingAgent(view)
     kernel, salt = new_kernel(loaded)
     target = make_target(loaded.contract, root, kernel.sandbox, salt, data)
-    start_record(kernel, salt, git_.head_commit(), git_.tree_of("HEAD"), target.reserve_units())
+    record_started(kernel, salt, git_.head_commit(), git_.tree_of("HEAD"), target.reserve_units())
     try:
         Campaign(kernel, agent, LogUI(), target).run()
     finally:

@@ -8,15 +8,14 @@ from pathlib import Path
 from ratchet.commands.run import open_project
 from ratchet.core.state import fold
 from ratchet.ledger.events import read_events
-from ratchet.loop.campaign import start_record
-from ratchet.loop.kernel import new_kernel
+from ratchet.loop.life import new_kernel, record_started
 
 
 def test_state_is_folded_again_after_each_new_event_and_equals_a_fresh_fold(bench_repo: Path):
     loaded, git = open_project(bench_repo)
     kernel, salt = new_kernel(loaded)
     try:
-        start_record(kernel, salt, git.head_commit(), git.tree_of("HEAD"), 0)
+        record_started(kernel, salt, git.head_commit(), git.tree_of("HEAD"), 0)
         first = kernel.state()
         assert kernel.state() is first  # nothing recorded in between: the same state
         kernel.record("attempt.started", {"attempt": 1})
@@ -31,7 +30,7 @@ def test_find_and_once_see_events_recorded_after_an_earlier_find(bench_repo: Pat
     loaded, git = open_project(bench_repo)
     kernel, salt = new_kernel(loaded)
     try:
-        start_record(kernel, salt, git.head_commit(), git.tree_of("HEAD"), 0)
+        record_started(kernel, salt, git.head_commit(), git.tree_of("HEAD"), 0)
         assert kernel.find("attempt.started", attempt=1) is None
         one = kernel.once("attempt.started", {"attempt": 1}, "attempt")
         assert kernel.once("attempt.started", {"attempt": 1}, "attempt") == one  # not recorded twice

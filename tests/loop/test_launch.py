@@ -11,8 +11,8 @@ from ratchet.agents.base import AgentContext, GiveUp, Launch, LaunchJob, LaunchR
 from ratchet.commands.run import open_project
 from ratchet.core.state import fold
 from ratchet.ledger.events import read_events
-from ratchet.loop.campaign import Campaign, start_record
-from ratchet.loop.kernel import new_kernel
+from ratchet.loop.campaign import Campaign
+from ratchet.loop.life import new_kernel, record_started
 from ratchet.present.progress import LogUI
 from ratchet.targets.factory import make_target
 
@@ -43,7 +43,7 @@ def test_launched_experiments_run_for_real_and_are_charged(bench_repo: Path):
     loaded, git = open_project(bench_repo)
     kernel, salt = new_kernel(loaded)
     target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt)
-    start_record(kernel, salt, git.head_commit(), git.tree_of("HEAD"), target.reserve_units())
+    record_started(kernel, salt, git.head_commit(), git.tree_of("HEAD"), target.reserve_units())
     agent = ScriptedAgent(git)
     try:
         reason, _ = Campaign(kernel, agent, LogUI(), target).run()

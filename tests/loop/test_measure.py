@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.commands.run import open_project
-from ratchet.loop.campaign import start_record
-from ratchet.loop.kernel import new_kernel
+from ratchet.loop.life import new_kernel, record_started
 from ratchet.loop.measure import Runner
 from ratchet.targets.factory import make_target
 
@@ -19,7 +18,7 @@ def test_each_checkout_is_gone_when_its_job_is_recorded_finished_and_nothing_is_
     try:
         target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt)
         champion = git.tree_of("HEAD")
-        start_record(kernel, salt, git.head_commit(), champion, target.reserve_units())
+        record_started(kernel, salt, git.head_commit(), champion, target.reserve_units())
         candidate = git.overlay_tree(champion, {"params.toml": b"x = 3.0\n"})
         work = kernel.run.root / "work"
         checkout_left: dict[str, bool] = {}

@@ -35,7 +35,8 @@ from helpers import events, ratchet, rechain
 
 from ratchet.core.plan import unit_seeds
 from ratchet.ledger.events import read_events
-from ratchet.loop.kernel import CRASH_AT_ENV, interrupted_runs
+from ratchet.loop.kernel import CRASH_AT_ENV
+from ratchet.loop.life import interrupted_runs
 
 pytestmark = pytest.mark.slow
 

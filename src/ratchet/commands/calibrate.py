@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ratchet.commands.run import open_project
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
-from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError, RatchetError
+from ratchet.core.errors import DataError
 from ratchet.core.gate_design import margin_for
-from ratchet.core.plan import PlannedJob, seed_draws
 from ratchet.core.stats.calibration import (
     DEFAULT_POWER,
     MIN_SEEDS,
     Noise,
-    estimate_noise,
     granted_trials,
     level_effects,
     units_for_effect,
@@ -37,12 +35,9 @@ from ratchet.core.stats.multiplicity import trial_level
 from ratchet.core.stats.paired import Kind
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.project_lock import sole_run
-from ratchet.ledger.rundir import CALIBRATE_MODE, RATCHET_DIR
-from ratchet.loop.kernel import Kernel, new_kernel
-from ratchet.loop.measure import Interrupted
+from ratchet.ledger.rundir import RATCHET_DIR
+from ratchet.loop.one_shot import REPEATS, calibrate_tree
 from ratchet.present.progress import CampaignUI
-from ratchet.targets.base import UnitResult
-from ratchet.targets.shell import ShellJobs
 from ratchet.workspace.git import Git
 
 DEFAULT_SEEDS = 8
@@ -51,17 +46,11 @@ DEFAULT_SEEDS = 8
 MAX_SEEDS = 1000
 """The most seeds one calibration measures."""
 
-REPEATS = 2
-"""Measurements per seed."""
-
 CALIBRATION_FILE = "calibration.json"
 """The latest calibration, in the project's `.ratchet/` directory (never in a candidate's tree)."""
 
 CALIBRATION_FORMAT = "ratchet.calibration.v1"
 """`calibration.json`'s `format`: a file of another format is not read."""
-
-ATTEMPT = 0
-"""A calibration's jobs carry attempt number 0 (attempts are 1-based)."""
 
 APPROXIMATION = ("sign-flip test: normal approximation of a one-sided paired t-test's power (Student t "
                  "quantiles); paired SD assumes a candidate keeps half of the champion's seed-to-seed variance")
@@ -99,91 +88,24 @@ def calibrate_project(directory: Path, *, rev: str | None, seeds: int | None, ef
 
 def _benchmark(loaded: LoadedContract, git: Git, rev: str | None, seeds: int, effect: float | None,
                ui: CampaignUI) -> dict[str, Any]:
-    from ratchet.loop.campaign import start_record
-
     c = loaded.contract
     commit = git.rev_parse_commit(rev) if rev else git.head_commit()
     tree = git.tree_of(commit)
-    kernel, salt = new_kernel(loaded)
-    try:
-        start_record(kernel, salt, commit, tree, 0, mode=CALIBRATE_MODE)
-        # seeds drawn as a trial's are, from this run's random salt (trial index 0: no campaign trial's)
-        jobs = calibration_jobs(tree, [d.seed for d in seed_draws(c.campaign.seed, salt, "trial", 0, seeds)])
-        ui.note(f"calibrate: measuring {rev or 'HEAD'} ({commit[:10]}) on {seeds} seeds, {REPEATS} times each")
-        results = _measure(kernel, jobs, ui)
-        values = [_pair(results, job.unit) for job in jobs[::REPEATS]]
-        try:
-            noise = _noise(values, kernel, results)
-        except MeasurementError as exc:
-            kernel.record("run.stopped", {"stop_reason": "calibrated", "budget": None, "detail": exc.code})
-            raise
-        table = [{"unit": job.unit, "seed": job.seed, "values": list(v) if v else None}
-                 for job, v in zip(jobs[::REPEATS], values, strict=True)]
-        stopped = kernel.record("run.stopped", {"stop_reason": "calibrated", "budget": None, "detail": None,
-                                                "calibration": {"values": table, "noise": noise.to_json()}})
-        seconds = [float(r["elapsed_s"]) for r in kernel.state().finished_jobs.values()]
-    finally:
-        kernel.close()
-    failed = sum(v is None for v in values)
+    cal = calibrate_tree(loaded, commit, tree, seeds, rev or "HEAD", ui)
+    failed = sum(v is None for v in cal.values)
     stored = {
-        "format": CALIBRATION_FORMAT, "run_id": kernel.run.run_id, "recorded_at": stopped.ts,
-        "rev": rev or "HEAD", "commit": commit, "tree": tree, "target": target_settings(c, kernel.sandbox.mode),
-        "seeds": seeds, "repeats": REPEATS, "jobs": len(jobs), "failed": failed,
-        "job_seconds": sum(seconds) / len(seconds) if seconds else None,
-        "values": table, "noise": noise.to_json(),
+        "format": CALIBRATION_FORMAT, "run_id": cal.run_id, "recorded_at": cal.recorded_at,
+        "rev": rev or "HEAD", "commit": commit, "tree": tree, "target": target_settings(c, cal.sandbox),
+        "seeds": seeds, "repeats": REPEATS, "jobs": cal.jobs, "failed": failed,
+        "job_seconds": sum(cal.job_seconds) / len(cal.job_seconds) if cal.job_seconds else None,
+        "values": cal.table, "noise": cal.noise.to_json(),
     }
     path = loaded.root / RATCHET_DIR / CALIBRATION_FILE
     write_exclusive(path, (json.dumps(stored, indent=1) + "\n").encode())
     warnings = [_failures_warning(failed, seeds)] if failed else []
     return {"kind": "benchmark", **{k: v for k, v in stored.items() if k not in ("format", "target")},
             "metric": c.target.metric, "direction": c.target.direction,
-            **gate_effects(c, noise, effect), "stored": str(path), "warnings": warnings}
-
-
-def calibration_jobs(tree: str, seeds: Sequence[int]) -> list[PlannedJob]:
-    """The champion `tree` on every seed, REPEATS times in a row (unit i = seeds[i]; repeat r is
-    `a0000-calibrate-u<i>-champion-<r>`, its `order` r - 1)."""
-    return [PlannedJob(f"a{ATTEMPT:04d}-calibrate-u{unit:03d}-champion-{r}", "champion", tree, unit, seed, r - 1, 0)
-            for unit, seed in enumerate(seeds) for r in range(1, REPEATS + 1)]
-
-
-def _measure(kernel: Kernel, jobs: list[PlannedJob], ui: CampaignUI) -> dict[str, UnitResult]:
-    """Run `jobs` uncached through the one runner; Ctrl-C records `interrupted` and raises."""
-    c = kernel.contract
-    shell = ShellJobs(command=c.target.command or "", metric=c.target.metric, seed_env=c.target.seed_env,
-                      timeout_s=c.target.timeout_s, kind=c.target.kind, sandbox=kernel.sandbox,
-                      exclude=c.hidden_paths, cache=False)
-    kernel.install_sigint()
-    try:
-        return kernel.runner(shell, ui.jobs).measure(jobs, attempt=ATTEMPT, stage="calibrate")
-    except Interrupted:
-        kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "calibrate"})
-        raise RatchetError("interrupted", "the calibration was interrupted; its jobs were killed",
-                           hint="run `ratchet calibrate` again", exit_code=EXIT_INTERRUPTED) from None
-
-
-def _pair(results: Mapping[str, UnitResult], unit: int) -> tuple[float, float] | None:
-    """A unit's REPEATS values in order, or None when any of them failed."""
-    got = sorted((r for r in results.values() if r.unit == unit), key=lambda r: r.job_id)
-    values = [r.value for r in got if not r.failed and r.value is not None]
-    return (values[0], values[1]) if len(values) == len(got) == REPEATS else None
-
-
-def _noise(values: list[tuple[float, float] | None], kernel: Kernel, results: Mapping[str, UnitResult]) -> Noise:
-    """The noise of the seeds measured twice. Raises MeasurementError `calibrate.too_few_seeds`
-    naming the first failed job, with its stderr tail."""
-    pairs = [v for v in values if v is not None]
-    if len(pairs) >= MIN_SEEDS:
-        return estimate_noise(pairs)
-    bad = min((r for r in results.values() if r.failed), key=lambda r: r.job_id)
-    stderr = kernel.run.jobs / bad.job_id / "stderr"
-    tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
-    raise MeasurementError(
-        "calibrate.too_few_seeds",
-        f"only {len(pairs)} of {len(values)} seeds were measured twice (at least {MIN_SEEDS} are needed): "
-        f"job {bad.job_id} gave {bad.state}: {bad.reason}" + (f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""),
-        hint="run the command by hand in a clean checkout (`ratchet check --preflight` measures it once)",
-    )
+            **gate_effects(c, cal.noise, effect), "stored": str(path), "warnings": warnings}
 
 
 def _failures_warning(failed: int, seeds: int) -> str:

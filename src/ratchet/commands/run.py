@@ -13,16 +13,14 @@ from typing import Any
 from ratchet.commands.preflight import sandbox_diagnosis
 from ratchet.commands.project import check_project
 from ratchet.core.contract_load import LoadedContract
-from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
+from ratchet.core.errors import EXIT_INTERRUPTED, MeasurementError
 from ratchet.core.inputs import uncommitted_warning
 from ratchet.ledger.project_lock import sole_run
 from ratchet.ledger.rundir import champion_branch, ensure_ratchet_dir
 from ratchet.loop.agents import AgentLink, make_agent
-from ratchet.loop.kernel import Kernel, interrupted_runs, new_kernel, resume_kernel
+from ratchet.loop.kernel import Kernel
 from ratchet.present.progress import CampaignUI
-from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
-from ratchet.targets.examples import ExampleData, check_same_dataset, load_split
-from ratchet.targets.factory import make_target
+from ratchet.targets.examples import ExampleData, load_split
 from ratchet.workspace.git import Git
 
 
@@ -60,45 +58,13 @@ def run_project(directory: Path, resume: str | None, ui: CampaignUI, allow_concu
 
 def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None, ui: CampaignUI
            ) -> dict[str, Any]:
-    from ratchet.loop.campaign import Campaign, start_record
+    from ratchet.loop.campaign import Campaign
+    from ratchet.loop.life import open_campaign
 
     data = load_examples_data(loaded)
     link = AgentLink()
     agent = make_agent(loaded.contract, loaded.root, git, link, data)
-    if resume is None:
-        stale = interrupted_runs(loaded.root)
-        if stale:
-            raise DataError(
-                "run.interrupted_exists",
-                f"run {stale[-1]} was interrupted and can be resumed",
-                hint=f"resume it: ratchet run {directory} --resume {stale[-1]}; or give it up (nothing is "
-                     f"deleted): ratchet abandon {stale[-1]} --dir {directory}",
-            )
-        commit = git.head_commit()
-        tree = git.tree_of(commit)
-        kernel, salt = new_kernel(loaded)
-        target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
-        extra = {}
-        if data is not None:
-            extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
-                                 "sizes": data.split.sizes(), "warnings": list(data.examples.warnings),
-                                 "checks_version": CHECKS_VERSION}
-        start_record(kernel, salt, commit, tree, target.reserve_units(), target.looks("trial"), **extra)
-    else:
-        kernel = resume_kernel(loaded, resume)
-        try:
-            if data is not None:
-                started = kernel.find("run.started")
-                examples = (started.data.get("examples") or {}) if started else {}
-                refuse_other_checks_version(examples.get("checks_version"))
-                recorded = examples.get("fingerprint_blob")
-                check_same_dataset(kernel.blobs.get_json(recorded) if recorded else {}, data)
-        except BaseException:
-            kernel.close()
-            raise
-        salt = kernel.state().salt or ""
-        target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
-        kernel.record("run.resumed", {"pid": _pid()})
+    kernel, target = open_campaign(loaded, git, resume, data, directory)
     link.bind(kernel)
     return _run(kernel, Campaign(kernel, agent, ui, target))
 
@@ -106,7 +72,6 @@ def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None
 def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:
     from ratchet.commands.runs import run_status, write_report
 
-    kernel.install_sigint()
     try:
         try:
             reason, budget = campaign.run()
@@ -131,8 +96,3 @@ def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:
         result["resume"] = f"ratchet run {kernel.loaded.root} --resume {kernel.run.run_id}"
     return result
 
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()

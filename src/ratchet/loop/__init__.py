@@ -1,6 +1,8 @@
 """The loop: a run's attempts and their effects.
 
-`campaign.py` (attempts until a stop reason, promotions, the holdout), `kernel.py` (a run's effects:
+`life.py` (a run's life: open or resume, run.started, run.resumed, run.stopped, run.abandoned,
+interrupts), `campaign.py` (attempts until a stop reason, promotions, the holdout), `one_shot.py`
+(`ratchet compare` and `ratchet calibrate`), `kernel.py` (a run's effects:
 run directory, lock, ledger, blobs, git, executor, cache), `trial.py` (one plan through its looks),
 `measure.py` (the one runner: planned jobs onto the executor), `launch.py` (agents' own
 experiments), `agents.py` (the run's agent built from the contract, and its link to the kernel),

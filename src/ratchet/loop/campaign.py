@@ -9,7 +9,6 @@ candidates again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,20 +23,19 @@ from ratchet.agents.base import (
     PastAttempt,
     Submit,
 )
-from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, recorded_limits, trial_worst_case
+from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, trial_worst_case
 from ratchet.core.errors import RatchetError
-from ratchet.core.events import LEDGER_FORMAT
 from ratchet.core.gate import Decision
-from ratchet.core.gate_design import gate_design, margin_for_state
+from ratchet.core.gate_design import margin_for_state
 from ratchet.core.plan import Plan, Stage
-from ratchet.core.reach import reach_warnings
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
 from ratchet.ledger.rundir import champion_branch
-from ratchet.loop.evidence import check_recorded_plan, keep_attempt, versions
+from ratchet.loop.evidence import check_recorded_plan, keep_attempt
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import MAX_LAUNCH_TIMEOUT_S, launch_from_json, refused_results, run_launch
-from ratchet.loop.measure import Interrupted, Progress
+from ratchet.loop.life import Stop, live_campaign, record_stopped
+from ratchet.loop.measure import Progress
 from ratchet.loop.trial import TrialOutcome, run_plan, settings_for
 from ratchet.present.progress import CampaignUI
 from ratchet.present.status import final_verdict
@@ -71,22 +69,21 @@ class Campaign:
 
     def run(self) -> tuple[str, str | None]:
         """Attempts until a stop reason; then the holdout (if anything was promoted) and
-        `run.stopped`. Returns (stop_reason, budget name or None)."""
+        `run.stopped` (loop.life.live_campaign: Ctrl-C or SIGTERM stops it `interrupted`). Returns
+        (stop_reason, budget name or None)."""
         for warning in run_warnings(self.k):
             self.ui.note(f"warning: {warning}")
-        try:
-            self.preflight()
-            reason, budget = self._loop()
-            if reason != "interrupted" and self.k.state().promotions > 0:
-                self._holdout()
-        except Interrupted:
-            reason, budget = "interrupted", None
-        if self.k.interrupted:
-            reason, budget = "interrupted", None
-        detail = self.stop_detail if reason == "budget_exhausted" else None
-        self.k.record("run.stopped", {"stop_reason": reason, "budget": budget, "detail": detail})
-        self.ui.stopped(reason, budget, detail)
-        return reason, budget
+        stop = live_campaign(self.k, self._stages)
+        self.ui.stopped(stop.reason, stop.budget, stop.detail)
+        return stop.reason, stop.budget
+
+    def _stages(self) -> Stop:
+        """The preflight, the attempts and the holdout; the Stop they end with."""
+        self.preflight()
+        reason, budget = self._loop()
+        if reason != "interrupted" and self.k.state().promotions > 0:
+            self._holdout()
+        return Stop(reason, budget, self.stop_detail if reason == "budget_exhausted" else None)
 
     def _loop(self) -> tuple[str, str | None]:
         while True:
@@ -331,11 +328,7 @@ class Campaign:
 
     def _judged(self, number: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
                 **extra: Any) -> None:
-        data: dict[str, Any] = {"attempt": number, "stage": stage, **decision.to_json(), **extra}
-        if outcome is not None:
-            data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
-                        champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb)
-        self.k.once("trial.judged", data, "attempt", "stage")
+        data = record_verdict(self.k, number, stage, decision, outcome, **extra)
         self.ui.judged(number, stage, data)
 
     # -- promotion and holdout -----------------------------------------------------------------
@@ -417,6 +410,19 @@ def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: fl
     return run_plan(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
+def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
+                   **extra: Any) -> dict[str, Any]:
+    """Record `trial.judged` for stage `stage` of `attempt` (once: a resume finds it): the
+    decision, the means and bounds of `outcome` (None: judged without jobs) and `extra` (a
+    holdout's splits). Returns the recorded data."""
+    data: dict[str, Any] = {"attempt": attempt, "stage": stage, **decision.to_json(), **extra}
+    if outcome is not None:
+        data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
+                    champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb)
+    k.once("trial.judged", data, "attempt", "stage")
+    return data
+
+
 def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
     """Measure the baseline once before any attempt (stage `preflight`; a resume reuses it). A
     target that cannot measure at all stops the run here: `run.stopped` with stop reason
@@ -430,7 +436,7 @@ def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
     try:
         target.check_preflight(list(results.values()), k.run.jobs)
     except RatchetError as exc:
-        k.record("run.stopped", {"stop_reason": "preflight_failed", "budget": None, "detail": exc.code})
+        record_stopped(k, "preflight_failed", detail=exc.code)
         raise
 
 
@@ -445,28 +451,8 @@ def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str
     )
 
 
-def start_record(kernel: Kernel, salt: str, baseline_commit: str, baseline_tree: str, reserve: int,
-                 looks: Sequence[int] | None = None, **extra: Any) -> None:
-    """Record `run.started` for a new run: `reserve` the job-units kept for the final measurement
-    (Target.reserve_units); `looks` the target's trial looks (Target.looks("trial")): when given,
-    `warnings` records what core.reach finds (trials that can never accept, with the fix; the
-    campaign shows them at its start and the report repeats them); `extra`: more data, e.g. the
-    examples fingerprint."""
-    c = kernel.contract
-    warnings = reach_warnings(c, looks) if looks is not None else []
-    kernel.record("run.started", {**extra,
-        "ledger_format": LEDGER_FORMAT, "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
-        "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
-        "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
-        "limits": recorded_limits(c), "holdout_reserve": reserve, "warnings": warnings,
-        "gate": gate_design(c.gate.test, c.target.metric_range),
-        "versions": versions(),
-        "signing_key": kernel.signer.public_record() if kernel.signer is not None else None,
-    })
-
-
 def run_warnings(kernel: Kernel) -> list[str]:
-    """The warnings recorded in the run's `run.started` (see start_record); [] for runs recorded
+    """The warnings recorded in the run's `run.started` (see life.record_started); [] for runs recorded
     before warnings were."""
     started = kernel.find("run.started")
     return [str(w) for w in (started.data.get("warnings") or [])] if started else []

@@ -1,5 +1,6 @@
 """The kernel's effects for one run: the run directory, its lock, the ledger writer and index, the
-blob store, git, the executor, the sandbox and the cache — opened for a new run or a resume.
+blob store, git, the executor, the sandbox and the cache (`loop.life` opens it for a new run or a
+resume).
 
 Everything the campaign loop touches on disk or in other processes goes through a `Kernel`.
 """
@@ -8,15 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import secrets
-import shutil
 import signal
 import sys
 import threading
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 from ratchet.compute.base import Executor, SandboxSpec
@@ -25,17 +22,15 @@ from ratchet.compute.env import sandbox_spec
 from ratchet.compute.factory import make_executor
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.contract import Contract
-from ratchet.core.contract_load import LoadedContract, parse_contract
-from ratchet.core.errors import ContractError, DataError, RatchetError
-from ratchet.core.events import RESUMABLE_FORMATS, EventKind
+from ratchet.core.contract_load import LoadedContract
+from ratchet.core.events import EventKind
 from ratchet.core.payloads import check_payload
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.blobs import BlobStore
-from ratchet.ledger.events import Event, EventLog, scan_log
-from ratchet.ledger.files import write_exclusive
+from ratchet.ledger.events import Event, EventLog
 from ratchet.ledger.index import Index
-from ratchet.ledger.lock import RunLock, acquire_lock, is_locked
-from ratchet.ledger.rundir import ONE_SHOT_MODES, RATCHET_DIR, RunDir, list_runs, new_run_id
+from ratchet.ledger.lock import RunLock
+from ratchet.ledger.rundir import RATCHET_DIR, RunDir
 from ratchet.ledger.signing import SIGNED_KINDS, Signer, load_signer
 from ratchet.loop.measure import Progress, Runner
 from ratchet.targets.base import Jobs
@@ -182,7 +177,9 @@ class Kernel:
         self.lock.release()
 
 
-def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, clock: Clock) -> Kernel:
+def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, clock: Clock = utc_now) -> Kernel:
+    """The kernel of run directory `run`, whose `lock` is held and whose ledger `log` is open: its
+    executor, sandbox (probed), cache, index (brought up to date), blobs, git and signer."""
     contract = loaded.contract
     executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids)
     # On a cluster the nodes decide: a probe job checks bwrap there (recorded in run.started).
@@ -208,129 +205,3 @@ def _crash_at(spec: str | None) -> tuple[str, str, int] | None:
     if when not in ("before", "after") or not n.isdigit():
         raise ValueError(f"{CRASH_AT_ENV}={spec!r}: expected before|after:<event kind>:<n>")
     return when, kind, int(n)
-
-
-def interrupted_runs(root: Path) -> list[str]:
-    """Runs of this project recorded as running or interrupted whose lock nobody holds (a run
-    killed before its `run.started` was written measured nothing and is not one of them)."""
-    out = []
-    for run_id in list_runs(root):
-        run = RunDir(root, run_id)
-        if not run.events.exists() or is_locked(run.root) is not None:
-            continue
-        try:
-            events, torn = scan_log(run.events)
-        except RatchetError:
-            out.append(run_id)  # damaged: only an explicit resume can say more
-            continue
-        if not events or events[0].kind != "run.started" or events[0].data.get("mode") in ONE_SHOT_MODES:
-            continue
-        if torn is not None or fold(events).state in ("running", "interrupted"):
-            out.append(run_id)
-    return out
-
-
-def new_kernel(loaded: LoadedContract, clock: Clock = utc_now) -> tuple[Kernel, str]:
-    """Create a run directory, take its lock, keep the contract and a fresh random salt.
-
-    Returns (kernel, salt). Raises LedgerError when the run cannot be created or locked.
-    """
-    now = clock()
-    run = RunDir(loaded.root, new_run_id(now, secrets.token_hex(2)))
-    run.create()
-    lock = acquire_lock(run.root)
-    write_exclusive(run.contract, loaded.text.encode("utf-8"))
-    salt = os.environ.get(SALT_ENV) or secrets.token_hex(16)
-    write_exclusive(run.root / "salt", salt.encode())
-    log = EventLog.open(run.events)
-    return _effects(loaded, run, lock, log, clock), salt
-
-
-def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -> Kernel:
-    """Reopen run `run_id`: take its lock, repair a torn last line (recording `ledger.repaired`),
-    refuse a changed contract (naming the changed keys), kill job processes a crashed kernel left
-    behind (recorded, or carrying a marker under the run's jobs directory) and its job checkouts.
-    Raises DataError `run.not_found` / `run.not_started` / `run.finished`, ContractError
-    `contract.changed`, LedgerError (`ledger.locked` naming the holder's pid, a damaged ledger)."""
-    run = RunDir(loaded.root, run_id)
-    if not run.exists():
-        raise DataError("run.not_found", f"run {run_id} does not exist in {run.root.parent}")
-    lock = acquire_lock(run.root)
-    try:
-        _check_same_contract(run, loaded)
-        log = EventLog.open(run.events, repair=True, now=clock().isoformat())
-        if not log.events or log.events[0].kind != "run.started":
-            raise DataError("run.not_started", f"run {run_id} was stopped before it started (no run.started "
-                            "in its ledger): nothing was measured, nothing to resume",
-                            hint="start a new run with `ratchet run`")
-        _check_format(run_id, log.events[0].data.get("ledger_format", 1))
-        state = fold(log.events)
-        mode = log.events[0].data.get("mode")
-        if mode in ONE_SHOT_MODES:
-            code = "run.is_compare" if mode == "compare" else "run.is_calibrate"
-            raise DataError(code, f"run {run_id} is a `ratchet {mode}`, not a campaign: nothing to resume",
-                            hint=f"run `ratchet {mode}` again")
-        if state.state == "stopped":
-            raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
-                            hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
-                                 "its report")
-        shutil.rmtree(run.root / "work", ignore_errors=True)  # checkouts the dead kernel left behind
-        kernel = _effects(loaded, run, lock, log, clock)
-    except BaseException:
-        lock.release()
-        raise
-    # Jobs a crashed kernel started and never finished: local ones are killed now (their pipes died
-    # with that kernel) and run again; a scheduler's keep running and the runner re-attaches to them
-    # when the loop reaches them (Runner.measure), so none is submitted twice.
-    if kernel.executor.backend == "local":
-        kernel.executor.reattach({job_id: str(ext) for job_id, ext in state.running_jobs.items() if ext is not None})
-    return kernel
-
-
-def _check_format(run_id: str, recorded: Any) -> None:
-    """Refuse to resume a run written in another ledger format (its steps would not replay the
-    same). Raises DataError `ledger.old_format`."""
-    if recorded not in RESUMABLE_FORMATS:
-        formats = ", ".join(str(f) for f in sorted(RESUMABLE_FORMATS))
-        raise DataError(
-            "ledger.old_format",
-            f"run {run_id} was recorded in ledger format {recorded}; this build resumes formats {formats} only",
-            hint=f"start a new run with `ratchet run`; `ratchet status {run_id}` and `ratchet report {run_id}` "
-                 "still read it",
-        )
-
-
-def _check_same_contract(run: RunDir, loaded: LoadedContract) -> None:
-    before = run.contract.read_text(encoding="utf-8")
-    if before == loaded.text:
-        return
-    old = _flatten(tomllib.loads(before)) if _parses(before) else {}
-    new = _flatten(tomllib.loads(loaded.text))
-    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-    if not changed:
-        return  # comments or formatting only
-    raise ContractError(
-        "contract.changed",
-        f"ratchet.toml changed since run {run.run_id} started: {', '.join(changed)}",
-        hint=f"restore it (the original is {run.contract}), or give the run up with "
-             f"`ratchet abandon {run.run_id} --dir {run.project_root}` and start a new run",
-    )
-
-
-def _parses(text: str) -> bool:
-    try:
-        parse_contract(text)
-        return True
-    except RatchetError:
-        return False
-
-
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, Mapping):
-            out.update(_flatten(value, path))
-        else:
-            out[path] = value
-    return out
