@@ -17,6 +17,9 @@ from typing import Any, Protocol
 MAX_LAUNCHES_PER_ATTEMPT = 8
 """Legs of `Launch` one attempt may take before the kernel refuses more (an agent that never submits)."""
 
+MAX_LAUNCH_TIMEOUT_S = 240 * 60.0
+"""Seconds one launched job may run, whatever the agent asks (a longer timeout is clamped to this)."""
+
 MAX_JOBS_PER_LAUNCH = 128
 """Jobs one `Launch` (one leg's launches: 8 launches per sleep, arrays of at most 16) may ask for;
 the kernel runs no more."""

@@ -23,7 +23,8 @@ from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError, RatchetError
 from ratchet.core.gate_design import margin_for
-from ratchet.core.plan import PlannedJob, seed_draws
+from ratchet.core.jobfiles import JobFiles
+from ratchet.core.plan import NO_ATTEMPT, PlannedJob, seed_draws
 from ratchet.core.stats.calibration import (
     DEFAULT_POWER,
     MIN_SEEDS,
@@ -59,9 +60,6 @@ CALIBRATION_FILE = "calibration.json"
 
 CALIBRATION_FORMAT = "ratchet.calibration.v1"
 """`calibration.json`'s `format`: a file of another format is not read."""
-
-ATTEMPT = 0
-"""A calibration's jobs carry attempt number 0 (attempts are 1-based)."""
 
 APPROXIMATION = ("sign-flip test: normal approximation of a one-sided paired t-test's power (Student t "
                  "quantiles); paired SD assumes a candidate keeps half of the champion's seed-to-seed variance")
@@ -143,7 +141,7 @@ def _benchmark(loaded: LoadedContract, git: Git, rev: str | None, seeds: int, ef
 def calibration_jobs(tree: str, seeds: Sequence[int]) -> list[PlannedJob]:
     """The champion `tree` on every seed, REPEATS times in a row (unit i = seeds[i]; repeat r is
     `a0000-calibrate-u<i>-champion-<r>`, its `order` r - 1)."""
-    return [PlannedJob(f"a{ATTEMPT:04d}-calibrate-u{unit:03d}-champion-{r}", "champion", tree, unit, seed, r - 1, 0)
+    return [PlannedJob(f"a{NO_ATTEMPT:04d}-calibrate-u{unit:03d}-champion-{r}", "champion", tree, unit, seed, r - 1, 0)
             for unit, seed in enumerate(seeds) for r in range(1, REPEATS + 1)]
 
 
@@ -155,7 +153,7 @@ def _measure(kernel: Kernel, jobs: list[PlannedJob], ui: CampaignUI) -> dict[str
                       exclude=c.hidden_paths, cache=False)
     kernel.install_sigint()
     try:
-        return kernel.runner(shell, ui.jobs).measure(jobs, attempt=ATTEMPT, stage="calibrate")
+        return kernel.runner(shell, ui.jobs).measure(jobs, attempt=NO_ATTEMPT, stage="calibrate")
     except Interrupted:
         kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "calibrate"})
         raise RatchetError("interrupted", "the calibration was interrupted; its jobs were killed",
@@ -176,7 +174,7 @@ def _noise(values: list[tuple[float, float] | None], kernel: Kernel, results: Ma
     if len(pairs) >= MIN_SEEDS:
         return estimate_noise(pairs)
     bad = min((r for r in results.values() if r.failed), key=lambda r: r.job_id)
-    stderr = kernel.run.jobs / bad.job_id / "stderr"
+    stderr = JobFiles.of(kernel.run.jobs, bad.job_id).stderr
     tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
     raise MeasurementError(
         "calibrate.too_few_seeds",
