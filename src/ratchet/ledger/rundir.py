@@ -30,6 +30,7 @@ from ratchet.core.errors import DataError, LedgerError
 from ratchet.core.jobfiles import ARTIFACTS_DIR, JobFiles
 from ratchet.core.vocab import RunMode
 from ratchet.ledger.files import PRIVATE_DIR_MODE, SHARED_FILE_MODE, make_dirs, read_nofollow, write_exclusive
+from ratchet.ledger.lock import LOCK_NAME, PID_NAME
 
 RATCHET_DIR = ".ratchet"
 """Ratchet's directory in the project root; excluded from git via .git/info/exclude."""
@@ -95,8 +96,8 @@ class RunDir:
     artifacts = property(lambda self: self.root / ARTIFACTS_DIR, doc="Artifacts copied back from launched jobs.")
     report = property(lambda self: self.root / "report.md", doc="The run's report.")
     plots = property(lambda self: self.root / "plots", doc="The report's plots (*.png).")
-    lock = property(lambda self: self.root / "lock", doc="The run lock file (lock.py).")
-    lock_pid = property(lambda self: self.root / "lock.pid", doc="The lock holder's pid.")
+    lock = property(lambda self: self.root / LOCK_NAME, doc="The run lock file (lock.py).")
+    lock_pid = property(lambda self: self.root / PID_NAME, doc="The lock holder's pid.")
 
     def job_dir(self, job_id: str) -> Path:
         """`jobs/<job_id>/` (not created). Raises LedgerError `ledger.bad_job_id` for an id that is

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ratchet.agents import base as agents_base
 from ratchet.agents.command import agent as command_agent
 from ratchet.agents.command import limits, requests
 from ratchet.agents.command.agent import TOOL_SOURCE
@@ -89,8 +90,9 @@ def _load_tool(source: str, where: Path) -> types.ModuleType:
 
 def _mirror_mismatches(tool: types.ModuleType) -> list[str]:
     """Each upper-case constant of the tool (except TOOL_OWN) against the kernel's constant of the
-    same name in `limits`, `requests` or `agent`: one line per copy that differs or has no original."""
-    originals = [limits, requests, command_agent]
+    same name in `limits`, `agents.base`, `requests` or `agent`: one line per copy that differs or has
+    no original."""
+    originals = [limits, agents_base, requests, command_agent]
     found = []
     for name in sorted(n for n in vars(tool) if n.isupper() and n not in TOOL_OWN):
         home = next((m for m in originals if hasattr(m, name)), None)

@@ -1,5 +1,7 @@
 """The command agent's limits (DESIGN.md §8), kernel-enforced. `tool.py` repeats them for fast
 feedback to the agent; these are the truth: the kernel re-validates every request against them.
+The limits of every agent (a launched job's time, a submit's report and summary) are in
+`agents.base`.
 """
 
 from __future__ import annotations
@@ -35,12 +37,6 @@ MAX_ARTIFACT_PATH_CHARS = 256
 
 MAX_WHY_CHARS = 200
 """Characters of a launch's `why`."""
-
-MAX_REPORT_CHARS = 8000
-"""Characters of the report a submit carries."""
-
-MAX_SUMMARY_CHARS = 200
-"""Characters of a submit's one-line summary."""
 
 MAX_NOTE_CHARS = 2000
 """Characters of a sleep's note."""
