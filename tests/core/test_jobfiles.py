@@ -26,7 +26,8 @@ def test_a_runs_job_files_are_under_its_jobs_directory(tmp_path: Path):
     run = RunDir(tmp_path, "20261130-063650-ab12")
     assert run.job_files("t1-candidate-u3") == JobFiles.of(run.jobs, "t1-candidate-u3")
     assert run.job_files("t1-candidate-u3").dir == run.job_dir("t1-candidate-u3")
-    assert artifacts_dir(run.root, "j") == run.artifacts / "j"
+    assert artifacts_dir(run.root, "j") == run.artifacts / "j" == run.root / "artifacts" / "j"
+    assert run.work == run.root / "work"
     with pytest.raises(LedgerError) as caught:
         run.job_files("../escape")
     assert caught.value.code == "ledger.bad_job_id"

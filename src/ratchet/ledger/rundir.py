@@ -8,6 +8,7 @@
                blobs/<hex>       content-addressed files (blobs.py)
                jobs/<job_id>/    each job's stdout, stderr, exit code, result (core/jobfiles.py)
                pids/             process ids of running jobs (killed on resume)
+               work/<job_id>/    each running job's checkout (removed when it ends)
                artifacts/<job_id>/ files a launched job declared, copied back
                report.md, plots/ the report
                lock, lock.pid    the run lock (lock.py)
@@ -93,6 +94,7 @@ class RunDir:
     blobs = property(lambda self: self.root / "blobs", doc="The content-addressed blob directory.")
     jobs = property(lambda self: self.root / "jobs", doc="The directory of per-job directories.")
     pids = property(lambda self: self.root / "pids", doc="Process ids of running jobs.")
+    work = property(lambda self: self.root / "work", doc="Checkouts of running jobs (`work/<job_id>/`).")
     artifacts = property(lambda self: self.root / ARTIFACTS_DIR, doc="Artifacts copied back from launched jobs.")
     report = property(lambda self: self.root / "report.md", doc="The run's report.")
     plots = property(lambda self: self.root / "plots", doc="The report's plots (*.png).")

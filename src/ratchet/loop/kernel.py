@@ -156,7 +156,7 @@ class Kernel:
             self.record(kind, data)
 
         state = self.state()
-        return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.root / "work",
+        return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.work,
                       record=record, cache=self.cache, done=state.finished_jobs, progress=progress,
                       running=state.running_jobs)
 
@@ -274,7 +274,7 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
                             hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
                                  "its report")
-        shutil.rmtree(run.root / "work", ignore_errors=True)  # checkouts the dead kernel left behind
+        shutil.rmtree(run.work, ignore_errors=True)  # checkouts the dead kernel left behind
         kernel = _effects(loaded, run, lock, log, clock)
     except BaseException:
         lock.release()
