@@ -11,6 +11,7 @@ from jobkit import spec
 
 from ratchet.compute import base, slurm_task, streams
 from ratchet.compute.local import LocalExecutor
+from ratchet.compute.outcome import QUOTED_STDERR_CHARS, stderr_excerpt
 from ratchet.core import jobfiles
 from ratchet.core.jobfiles import JobFiles, pid_file
 
@@ -79,3 +80,11 @@ def test_a_slurm_task_writes_the_named_files(work, jobs_dir):
                                               files.outcome))
     assert (files.stdout.read_text(), files.stderr.read_text()) == ("in\n", "err\n")
     assert json.loads(files.outcome.read_text())["job_id"] == "named"
+
+
+def test_the_quoted_stderr_is_the_end_of_the_jobs_stderr_file(tmp_path):
+    files = JobFiles.of(tmp_path, "failed")
+    assert stderr_excerpt(files) == ""
+    files.dir.mkdir()
+    files.stderr.write_bytes(b"x" * 10 + b"y" * QUOTED_STDERR_CHARS + b"\xff")
+    assert stderr_excerpt(files) == "y" * (QUOTED_STDERR_CHARS - 1) + "\ufffd"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.commands.run import open_project
+from ratchet.compute.outcome import stderr_excerpt
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError, RatchetError
@@ -174,8 +175,7 @@ def _noise(values: list[tuple[float, float] | None], kernel: Kernel, results: Ma
     if len(pairs) >= MIN_SEEDS:
         return estimate_noise(pairs)
     bad = min((r for r in results.values() if r.failed), key=lambda r: r.job_id)
-    stderr = JobFiles.of(kernel.run.jobs, bad.job_id).stderr
-    tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
+    tail = stderr_excerpt(JobFiles.of(kernel.run.jobs, bad.job_id))
     raise MeasurementError(
         "calibrate.too_few_seeds",
         f"only {len(pairs)} of {len(values)} seeds were measured twice (at least {MIN_SEEDS} are needed): "

@@ -12,6 +12,7 @@ from typing import Any
 
 from ratchet.compute.base import SandboxSpec
 from ratchet.compute.factory import job_resources
+from ratchet.compute.outcome import stderr_excerpt
 from ratchet.core.budget import holdout_worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
@@ -85,8 +86,7 @@ class BenchmarkTarget(ShellJobs):
         bad = next((r for r in results if r.failed), None)
         if bad is None:
             return
-        stderr = JobFiles.of(job_dir, bad.job_id).stderr
-        tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
+        tail = stderr_excerpt(JobFiles.of(job_dir, bad.job_id))
         raise MeasurementError(
             "preflight.no_metric",
             f"the baseline does not measure: `{self.command}` gave {bad.state}: {bad.reason}"
