@@ -24,8 +24,8 @@ import re
 import secrets
 import sys
 
-# Copies of the kernel's limits and channel names (ratchet.agents.command.limits, .requests, .agent),
-# which this stdlib-only file cannot import; a test holds each copy equal to the kernel's.
+# Copies of the kernel's limits and channel names (ratchet.agents.base, ratchet.agents.command.limits,
+# .requests, .agent), which this stdlib-only file cannot import; a test holds each copy equal to the kernel's.
 MAX_LAUNCHES_PER_SLEEP = 8
 MAX_ARRAY = 16
 MAX_COMMAND_CHARS = 2000
