@@ -17,6 +17,16 @@ from typing import Any, Protocol
 MAX_LAUNCHES_PER_ATTEMPT = 8
 """Legs of `Launch` one attempt may take before the kernel refuses more (an agent that never submits)."""
 
+MAX_REPORT_CHARS = 8000
+"""Characters of the report a `Submit` carries (the command agent's channel refuses a longer one; the
+llm agent keeps this much of a reply)."""
+
+MAX_SUMMARY_CHARS = 200
+"""Characters of a `Submit`'s one-line summary (refused by the channel, clipped by the llm agent)."""
+
+MAX_LAUNCH_TIMEOUT_S = 240 * 60.0
+"""Seconds one launched job may run, whatever the agent asks (a longer timeout is clamped to this)."""
+
 MAX_JOBS_PER_LAUNCH = 128
 """Jobs one `Launch` (one leg's launches: 8 launches per sleep, arrays of at most 16) may ask for;
 the kernel runs no more."""

@@ -14,23 +14,22 @@ import re
 import secrets
 import shutil
 from dataclasses import replace
-from pathlib import Path
 
 from ratchet.compute.base import SandboxSpec
 from ratchet.compute.local import LocalExecutor
+from ratchet.compute.outcome import stderr_excerpt
 from ratchet.compute.sandbox import visible_paths
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import MeasurementError
 from ratchet.core.jobenv import outside, path_entries
+from ratchet.core.jobfiles import JobFiles
+from ratchet.core.plan import NO_ATTEMPT
 from ratchet.ledger.rundir import RATCHET_DIR
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Runner
 from ratchet.targets.base import UnitResult
 from ratchet.targets.benchmark import BenchmarkTarget
 from ratchet.workspace.git import Git
-
-STDERR_TAIL_CHARS = 1500
-"""Characters of the failed job's stderr quoted in the error."""
 
 _PATH_IN_TEXT = re.compile(r"(?<![\w.])(/(?:[\w.+-]+/)*[\w.+-]+)")
 _NETWORK_WORDS = ("name resolution", "network is unreachable", "getaddrinfo", "could not resolve host",
@@ -47,16 +46,11 @@ def measure_baseline(loaded: LoadedContract, git: Git, tree: str, sandbox: Sandb
     runner = Runner(git=git, executor=executor, target=target, work_dir=work / "work", record=lambda kind, data: None)
     (job,) = target.preflight_jobs(tree)
     try:
-        result = runner.measure([job], attempt=0, stage="preflight")[job.job_id]
-        return result, _stderr_tail(work / "jobs" / job.job_id)
+        result = runner.measure([job], attempt=NO_ATTEMPT, stage="preflight")[job.job_id]
+        return result, stderr_excerpt(JobFiles.of(work / "jobs", job.job_id))
     finally:
         executor.close()
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _stderr_tail(job_dir: Path) -> str:
-    stderr = job_dir / "stderr"
-    return stderr.read_text("utf-8", "replace")[-STDERR_TAIL_CHARS:] if stderr.exists() else ""
 
 
 def sandbox_diagnosis(kernel: Kernel, err: MeasurementError) -> MeasurementError:
@@ -67,7 +61,7 @@ def sandbox_diagnosis(kernel: Kernel, err: MeasurementError) -> MeasurementError
         return err
     loaded, tree = kernel.loaded, kernel.state().baseline.tree or ""
     (job,) = BenchmarkTarget(loaded.contract, kernel.sandbox, salt="preflight").preflight_jobs(tree)
-    tail = _stderr_tail(kernel.run.jobs / job.job_id)
+    tail = stderr_excerpt(JobFiles.of(kernel.run.jobs, job.job_id))
     recorded = kernel.state().finished_jobs.get(job.job_id, {})
     failed = UnitResult(job.job_id, "champion", 0, None, True, str(recorded.get("state")), str(recorded.get("reason")))
     return preflight_error(loaded, kernel.git, tree, kernel.sandbox, failed, tail)

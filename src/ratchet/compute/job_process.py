@@ -36,16 +36,6 @@ STOP_ROUNDS = 100
 """SIGKILL rounds (STOP_POLL_S apart) before the kernel gives up waiting for a stopped job to die."""
 
 
-DRAIN_S = 2.0
-"""Seconds spent reading a job's pipes after it ended (and its leftovers were killed)."""
-
-STOP_POLL_S = 0.1
-"""Seconds between checks while a stopped job's processes die."""
-
-STOP_ROUNDS = 100
-"""SIGKILL rounds (STOP_POLL_S apart) before the kernel gives up waiting for a stopped job to die."""
-
-
 @dataclass(frozen=True)
 class ExecutorLink:
     """What a job's process needs of the local executor running it.

@@ -1,10 +1,10 @@
 """The local executor: a pool of at most `max_parallel` jobs run as processes on this machine.
 
 Each job runs in a new session (its own process group) with exactly its allow-listed environment
-plus HOME and TMPDIR pointing at its private scratch directory `jobs_dir/<job_id>/scratch` (removed
-when the job ends). stdout and stderr stream to `jobs_dir/<job_id>/stdout|stderr`, capped at
-`spec.output_cap_bytes` each (the rest is read and dropped, so a job printing 100 MB costs the
-kernel no memory); `result.json` is written when the job ends.
+plus HOME and TMPDIR pointing at its private scratch directory (removed when the job ends). stdout
+and stderr stream to their files, capped at `spec.output_cap_bytes` each (the rest is read and
+dropped, so a job printing 100 MB costs the kernel no memory); `result.json` is written when the job
+ends. Those files are named by `core.jobfiles.JobFiles`, under `jobs_dir/<job_id>/`.
 
 At the timeout (or on `cancel`) the job is stopped: SIGTERM to its process group and every other
 process of the job (see `pids.job_processes`), JOB_KILL_GRACE_S later SIGKILL to whatever is left,
@@ -48,6 +48,7 @@ from ratchet.compute.outcome import not_started, unknown_result, write_result
 from ratchet.compute.sandbox import wrap_argv
 from ratchet.compute.streams import CappedOutput
 from ratchet.core.errors import RatchetError
+from ratchet.core.jobfiles import JobFiles
 
 GPU_WAIT_S = 0.05
 """Seconds between checks while a GPU job waits for its devices."""
@@ -231,12 +232,13 @@ class LocalExecutor:
             time.sleep(GPU_WAIT_S)
 
     def _run_one(self, spec: JobSpec, events: queue.Queue) -> JobResult:
-        job_dir = self.jobs_dir / spec.job_id
+        files = JobFiles.of(self.jobs_dir, spec.job_id)
+        job_dir = files.dir
         if job_dir.is_symlink():
             job_dir.unlink()
         elif job_dir.exists():  # a re-run (e.g. after a resume) replaces what a previous run left
             shutil.rmtree(job_dir)
-        scratch = job_dir / "scratch"
+        scratch = files.scratch
         scratch.mkdir(parents=True)
         env = {**spec.env, "HOME": str(scratch.resolve()), "TMPDIR": str(scratch.resolve())}
         devices = self._acquire_gpus(spec)
@@ -253,8 +255,8 @@ class LocalExecutor:
                 devices=gpu_device_nodes() if spec.resources.gpus else (),
             )
         outputs = (
-            CappedOutput(job_dir / "stdout", spec.output_cap_bytes),
-            CappedOutput(job_dir / "stderr", spec.output_cap_bytes),
+            CappedOutput(files.stdout, spec.output_cap_bytes),
+            CappedOutput(files.stderr, spec.output_cap_bytes),
         )
         try:
             link = ExecutorLink(self.pid_dir, self._wake_r, self.is_cancelled)
@@ -263,5 +265,5 @@ class LocalExecutor:
             for out in outputs:
                 out.close()
             shutil.rmtree(scratch, ignore_errors=True)
-        write_result(job_dir / "result.json", result)
+        write_result(files.result, result)
         return result

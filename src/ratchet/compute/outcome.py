@@ -10,7 +10,11 @@ from pathlib import Path
 
 from ratchet.compute.base import JobResult, JobSpec, JobState
 from ratchet.compute.streams import CappedOutput
+from ratchet.core.jobfiles import JobFiles
 from ratchet.ledger.files import write_exclusive
+
+QUOTED_STDERR_CHARS = 1500
+"""Characters of a failed job's stderr (its end) quoted in an error message."""
 
 
 def describe_end(
@@ -88,6 +92,13 @@ def not_started(spec: JobSpec) -> JobResult:
 def unknown_result(spec: JobSpec, reason: str) -> JobResult:
     """The result of a job whose end could not be read (never success)."""
     return JobResult(spec.job_id, "unknown", None, None, 0.0, 0.0, "", "", False, False, reason)
+
+
+def stderr_excerpt(files: JobFiles) -> str:
+    """The last QUOTED_STDERR_CHARS characters of the job's stderr file, decoded with replacement
+    ("" when the file does not exist)."""
+    stderr = files.stderr
+    return stderr.read_text("utf-8", "replace")[-QUOTED_STDERR_CHARS:] if stderr.exists() else ""
 
 
 def write_result(path: Path, result: JobResult) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ratchet.compute.cgroup import JobCgroup
+from ratchet.core.jobfiles import PID_SUFFIX, pid_file
 from ratchet.ledger.files import write_exclusive
 
 
@@ -134,7 +135,7 @@ def record(pid_dir: Path, job_id: str, pid: int, marker: str, cgroup: str | None
     pid_dir.mkdir(parents=True, exist_ok=True)
     data = {"job_id": job_id, "pid": pid, "start_time": process_start_time(pid), "marker": marker,
             "cgroup": cgroup}
-    final = pid_dir / f"{job_id}.pid"
+    final = pid_file(pid_dir, job_id)
     write_exclusive(final, json.dumps(data).encode(), mode=0o600)
     return final
 
@@ -142,7 +143,7 @@ def record(pid_dir: Path, job_id: str, pid: int, marker: str, cgroup: str | None
 def forget(pid_dir: Path, job_id: str) -> None:
     """Remove the record of `job_id` (the job has ended)."""
     try:
-        (pid_dir / f"{job_id}.pid").unlink()
+        pid_file(pid_dir, job_id).unlink()
     except FileNotFoundError:
         pass
 
@@ -155,7 +156,7 @@ def kill_recorded(pid_dir: Path) -> list[str]:
     killed: list[str] = []
     if not pid_dir.is_dir():
         return killed
-    for path in sorted(pid_dir.glob("*.pid")):
+    for path in sorted(pid_dir.glob(f"*{PID_SUFFIX}")):
         try:
             data = json.loads(path.read_text())
             job_id, pid, start, marker = data["job_id"], int(data["pid"]), data["start_time"], data["marker"]

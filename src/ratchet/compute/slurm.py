@@ -57,6 +57,7 @@ from ratchet.compute.slurm_states import (
 )
 from ratchet.core.contract import SlurmSection
 from ratchet.core.errors import RatchetError, SandboxError
+from ratchet.core.jobfiles import JobFiles
 
 SCHEDULER_CALL_TIMEOUT_S = 60.0
 """Seconds one sbatch / scontrol / scancel call may take before it counts as failed."""
@@ -217,12 +218,13 @@ class SlurmExecutor:
         return array_id, tag
 
     def _prepare_job_dir(self, spec: JobSpec) -> Path:
-        job_dir = self.jobs_dir / spec.job_id
+        files = JobFiles.of(self.jobs_dir, spec.job_id)
+        job_dir = files.dir
         if job_dir.is_symlink():
             job_dir.unlink()
         elif job_dir.exists():  # a re-run (e.g. after a resume) replaces what a previous run left
             shutil.rmtree(job_dir)
-        scratch = (job_dir / "scratch").resolve()
+        scratch = files.scratch.resolve()
         scratch.mkdir(parents=True)
         env = {**spec.env, "HOME": str(scratch), "TMPDIR": str(scratch)}
         bwrap = None
@@ -230,11 +232,11 @@ class SlurmExecutor:
             bwrap = wrap_argv([], workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env={})
             bwrap = bwrap[: bwrap.index("--")] if "--" in bwrap else bwrap
         if spec.stdin_bytes is not None:
-            (job_dir / "stdin").write_bytes(spec.stdin_bytes)
+            files.stdin.write_bytes(spec.stdin_bytes)
         task = {"job_id": spec.job_id, "argv": list(spec.argv), "workdir": str(Path(spec.workdir).resolve()),
                 "env": env, "timeout_s": spec.timeout_s, "output_cap_bytes": spec.output_cap_bytes,
                 "stdin": spec.stdin_bytes is not None, "bwrap": bwrap, "gpus": spec.resources.gpus}
-        (job_dir / slurm_task.TASK).write_text(json.dumps(task, indent=1))
+        files.task.write_text(json.dumps(task, indent=1))
         return job_dir
 
     # --- wait ----------------------------------------------------------------------------------
@@ -310,7 +312,7 @@ class SlurmExecutor:
         """This attempt's outcome.json, or None (absent, unreadable, or left by an earlier attempt
         of a requeued task: the restart counts differ)."""
         try:
-            outcome = json.loads((self.jobs_dir / task.job_id / slurm_task.OUTCOME).read_text())
+            outcome = json.loads(JobFiles.of(self.jobs_dir, task.job_id).outcome.read_text())
         except (OSError, ValueError):
             return None
         if record is not None and int(outcome.get("restart", 0)) != record.restarts:
@@ -319,17 +321,17 @@ class SlurmExecutor:
 
     def _finish(self, task: _Task, outcome: dict | None, record: TaskRecord | None,
                 on_result: OnResult | None) -> None:
-        job_dir = self.jobs_dir / task.job_id
-        stdout = job_dir / "stdout"
+        files = JobFiles.of(self.jobs_dir, task.job_id)
+        stdout = files.stdout
         result = compose_result(task.job_id, task.external_id, outcome, record, task.timeout_s,
                                 stdout if stdout.exists() else None)
         if outcome is None and task.log is not None and task.log.exists():
             result = replace(result, stderr_tail=_tail(task.log))
         if task.job_id in self._cancelled and result.state not in ("ok", "cancelled"):
             result = _as_cancelled(result)
-        shutil.rmtree(job_dir / "scratch", ignore_errors=True)
-        if job_dir.is_dir():
-            write_result(job_dir / "result.json", result)
+        shutil.rmtree(files.scratch, ignore_errors=True)
+        if files.dir.is_dir():
+            write_result(files.result, result)
         task.result = result
         if on_result is not None:
             on_result(result)
@@ -377,7 +379,7 @@ class SlurmExecutor:
                 continue
             timeout_s = 0.0
             try:
-                timeout_s = float(json.loads((self.jobs_dir / job_id / slurm_task.TASK).read_text())["timeout_s"])
+                timeout_s = float(json.loads(JobFiles.of(self.jobs_dir, job_id).task.read_text())["timeout_s"])
             except (OSError, ValueError, KeyError):
                 pass
             tasks.append(_Task(job_id, array_id, int(index), timeout_s))

@@ -6,10 +6,13 @@ tasks file (index SLURM_ARRAY_TASK_ID) names its job directory, whose `task.json
 submit) holds argv, workdir, the exact environment, timeout, output cap and, for a sandboxed job,
 the bwrap command line. The job runs in a new session with stdin from `<job dir>/stdin` (or
 /dev/null), stdout and stderr capped into `<job dir>/stdout|stderr`; at its timeout, or when Slurm
-sends SIGTERM (scancel, walltime, preemption), its process group gets SIGTERM and KILL_GRACE_S
+sends SIGTERM (scancel, walltime, preemption), its process group gets SIGTERM and JOB_KILL_GRACE_S
 later SIGKILL. Then `<job dir>/outcome.json` is written atomically (temp file, fsync, rename): the
 primary record of how the job ended, since Slurm forgets finished jobs. The wrapper exits with the
 job's exit code (128 + signal when killed, 124 at its own timeout) so the scheduler's state agrees.
+
+The file names and limits below repeat the kernel's (`core.jobfiles`, `compute.base`,
+`compute.streams`), which this file cannot import; a test holds each copy equal to its original.
 """
 
 from __future__ import annotations
@@ -24,20 +27,24 @@ import threading
 import time
 from typing import Any
 
-KILL_GRACE_S = 2.0
-"""Seconds between SIGTERM and SIGKILL to the job's process group (as JOB_KILL_GRACE_S locally)."""
+JOB_KILL_GRACE_S = 2.0
+"""Seconds between SIGTERM and SIGKILL to the job's process group (compute.base.JOB_KILL_GRACE_S)."""
 
 TAIL_BYTES = 4096
-"""Bytes of stdout/stderr tail kept in outcome.json (as compute.base.TAIL_BYTES)."""
+"""Bytes of stdout/stderr tail kept in outcome.json (compute.base.TAIL_BYTES)."""
 
-READ_CHUNK = 64 * 1024
-"""Bytes read from the job's pipes at a time."""
+READ_CHUNK_BYTES = 64 * 1024
+"""Bytes read from the job's pipes at a time (compute.streams.READ_CHUNK_BYTES)."""
 
 TIMEOUT_EXIT = 124
 """The wrapper's exit code when it stopped the job at its timeout (as timeout(1))."""
 
-OUTCOME = "outcome.json"
-TASK = "task.json"
+STDOUT_NAME = "stdout"
+STDERR_NAME = "stderr"
+STDIN_NAME = "stdin"
+TASK_NAME = "task.json"
+OUTCOME_NAME = "outcome.json"
+"""The job directory's files this wrapper reads and writes (core.jobfiles)."""
 
 
 class Capped:
@@ -54,7 +61,7 @@ class Capped:
 
     def _pump(self) -> None:
         while True:
-            data = os.read(self.fd, READ_CHUNK)
+            data = os.read(self.fd, READ_CHUNK_BYTES)
             if not data:
                 break
             room = self.cap - self.written
@@ -101,7 +108,7 @@ def _write_outcome(job_dir: str, data: dict[str, Any]) -> None:
         json.dump(data, f, indent=1, sort_keys=True)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, os.path.join(job_dir, OUTCOME))
+    os.replace(tmp, os.path.join(job_dir, OUTCOME_NAME))
     dir_fd = os.open(job_dir, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -110,8 +117,8 @@ def _write_outcome(job_dir: str, data: dict[str, Any]) -> None:
 
 
 def _stop(proc: Any, stopped: threading.Event) -> None:
-    """SIGTERM the job's process group, SIGKILL what is left KILL_GRACE_S later."""
-    for sig, wait_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+    """SIGTERM the job's process group, SIGKILL what is left JOB_KILL_GRACE_S later."""
+    for sig, wait_s in ((signal.SIGTERM, JOB_KILL_GRACE_S), (signal.SIGKILL, None)):
         try:
             os.killpg(proc.pid, sig)
         except OSError:
@@ -124,9 +131,9 @@ def _stop(proc: Any, stopped: threading.Event) -> None:
 
 def run(job_dir: str) -> int:
     """Run the job of `job_dir` to its end and write its outcome; returns the wrapper's exit code."""
-    with open(os.path.join(job_dir, TASK)) as f:
+    with open(os.path.join(job_dir, TASK_NAME)) as f:
         task = json.load(f)
-    for name in (OUTCOME, "stdout", "stderr"):  # a requeued task starts clean
+    for name in (OUTCOME_NAME, STDOUT_NAME, STDERR_NAME):  # a requeued task starts clean
         try:
             os.unlink(os.path.join(job_dir, name))
         except FileNotFoundError:
@@ -135,7 +142,7 @@ def run(job_dir: str) -> int:
     if task.get("gpus") and "CUDA_VISIBLE_DEVICES" in os.environ:
         env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
     os.makedirs(env["HOME"], exist_ok=True)
-    stdin_path = os.path.join(job_dir, "stdin")
+    stdin_path = os.path.join(job_dir, STDIN_NAME)
     stdin: Any = open(stdin_path, "rb") if task.get("stdin") else subprocess.DEVNULL
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -156,8 +163,8 @@ def run(job_dir: str) -> int:
         os.close(out_r)
         os.close(err_r)
         return _finish(job_dir, task, None, 0.0, 0.0, ("", False), ("", False), None, error)
-    outs = (Capped(out_r, os.path.join(job_dir, "stdout"), task["output_cap_bytes"]),
-            Capped(err_r, os.path.join(job_dir, "stderr"), task["output_cap_bytes"]))
+    outs = (Capped(out_r, os.path.join(job_dir, STDOUT_NAME), task["output_cap_bytes"]),
+            Capped(err_r, os.path.join(job_dir, STDERR_NAME), task["output_cap_bytes"]))
     stopped = threading.Event()
 
     def on_term(signum: int, frame: Any) -> None:
@@ -174,7 +181,7 @@ def run(job_dir: str) -> int:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
-    tails = [(o.finish(KILL_GRACE_S), o.truncated) for o in outs]
+    tails = [(o.finish(JOB_KILL_GRACE_S), o.truncated) for o in outs]
     cpu = usage.ru_utime + usage.ru_stime
     if task.get("bwrap"):
         cpu = max(cpu, elapsed)  # bwrap's rusage loses the job's own (see compute/local.py)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ratchet.compute.base import TAIL_BYTES
 
-READ_CHUNK = 64 * 1024
+READ_CHUNK_BYTES = 64 * 1024
 """Bytes read from a job's pipe at a time; the kernel's memory per job stays around this size."""
 
 
@@ -146,7 +146,7 @@ class JobIO:
 
     def _read(self, fd: int) -> None:
         try:
-            data = os.read(fd, READ_CHUNK)
+            data = os.read(fd, READ_CHUNK_BYTES)
         except BlockingIOError:
             return
         if data:
@@ -158,7 +158,7 @@ class JobIO:
     def _write_stdin(self) -> None:
         assert self._stdin_fd is not None
         try:
-            sent = os.write(self._stdin_fd, self._stdin[:READ_CHUNK]) if self._stdin else 0
+            sent = os.write(self._stdin_fd, self._stdin[:READ_CHUNK_BYTES]) if self._stdin else 0
             self._stdin = self._stdin[sent:]
         except BlockingIOError:
             return

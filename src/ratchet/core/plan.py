@@ -37,6 +37,10 @@ SEED_MASK = 0x7FFF_FFFF  # unit seeds are 31-bit non-negative ints: safe for any
 _TREE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # git SHA-1 or SHA-256 object names
 _RETRY_SUFFIX = re.compile(r"-r\d+$")
 
+NO_ATTEMPT = 0
+"""The attempt number of plans and jobs that belong to no attempt (the preflight, the holdout, a
+calibration); attempts are numbered from 1."""
+
 
 @dataclass(frozen=True)
 class PlannedJob:

@@ -6,8 +6,10 @@
                events.jsonl      the ledger (events.py)
                index.sqlite      derived index (index.py)
                blobs/<hex>       content-addressed files (blobs.py)
-               jobs/<job_id>/    each job's stdout, stderr, exit code, result
+               jobs/<job_id>/    each job's stdout, stderr, exit code, result (core/jobfiles.py)
                pids/             process ids of running jobs (killed on resume)
+               work/<job_id>/    each running job's checkout (removed when it ends)
+               artifacts/<job_id>/ files a launched job declared, copied back
                report.md, plots/ the report
                lock, lock.pid    the run lock (lock.py)
   cache/                         measurements shared by runs
@@ -26,8 +28,10 @@ from pathlib import Path
 from typing import get_args
 
 from ratchet.core.errors import DataError, LedgerError
+from ratchet.core.jobfiles import ARTIFACTS_DIR, JobFiles
 from ratchet.core.vocab import RunMode
 from ratchet.ledger.files import PRIVATE_DIR_MODE, SHARED_FILE_MODE, make_dirs, read_nofollow, write_exclusive
+from ratchet.ledger.lock import LOCK_NAME, PID_NAME
 
 RATCHET_DIR = ".ratchet"
 """Ratchet's directory in the project root; excluded from git via .git/info/exclude."""
@@ -90,17 +94,24 @@ class RunDir:
     blobs = property(lambda self: self.root / "blobs", doc="The content-addressed blob directory.")
     jobs = property(lambda self: self.root / "jobs", doc="The directory of per-job directories.")
     pids = property(lambda self: self.root / "pids", doc="Process ids of running jobs.")
+    work = property(lambda self: self.root / "work", doc="Checkouts of running jobs (`work/<job_id>/`).")
+    artifacts = property(lambda self: self.root / ARTIFACTS_DIR, doc="Artifacts copied back from launched jobs.")
     report = property(lambda self: self.root / "report.md", doc="The run's report.")
     plots = property(lambda self: self.root / "plots", doc="The report's plots (*.png).")
-    lock = property(lambda self: self.root / "lock", doc="The run lock file (lock.py).")
-    lock_pid = property(lambda self: self.root / "lock.pid", doc="The lock holder's pid.")
+    lock = property(lambda self: self.root / LOCK_NAME, doc="The run lock file (lock.py).")
+    lock_pid = property(lambda self: self.root / PID_NAME, doc="The lock holder's pid.")
 
     def job_dir(self, job_id: str) -> Path:
         """`jobs/<job_id>/` (not created). Raises LedgerError `ledger.bad_job_id` for an id that is
         not one safe directory name."""
+        return self.job_files(job_id).dir
+
+    def job_files(self, job_id: str) -> JobFiles:
+        """The files of job `job_id` under `jobs/` (not created). Raises LedgerError
+        `ledger.bad_job_id` for an id that is not one safe directory name."""
         if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
             raise LedgerError("ledger.bad_job_id", f"{job_id!r} is not a valid job id")
-        return self.jobs / job_id
+        return JobFiles.of(self.jobs, job_id)
 
     def exists(self) -> bool:
         """True when the run's directory exists."""

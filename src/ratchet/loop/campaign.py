@@ -14,6 +14,7 @@ from typing import Any
 
 from ratchet.agents.base import (
     MAX_JOBS_PER_LAUNCH,
+    MAX_LAUNCH_TIMEOUT_S,
     MAX_LAUNCHES_PER_ATTEMPT,
     Action,
     Agent,
@@ -27,13 +28,13 @@ from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal,
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
-from ratchet.core.plan import Plan, Stage
+from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
 from ratchet.ledger.rundir import champion_branch
 from ratchet.loop.evidence import check_recorded_plan, keep_attempt
 from ratchet.loop.kernel import Kernel
-from ratchet.loop.launch import MAX_LAUNCH_TIMEOUT_S, launch_from_json, refused_results, run_launch
+from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
 from ratchet.loop.measure import Progress
 from ratchet.loop.trial import TrialOutcome, run_plan, settings_for
@@ -41,9 +42,6 @@ from ratchet.present.progress import CampaignUI
 from ratchet.present.status import final_verdict
 from ratchet.targets.base import Target
 from ratchet.workspace.scope import check_scope
-
-HOLDOUT_ATTEMPT = 0
-"""The holdout's and the preflight's plans and jobs carry attempt number 0 (attempts are 1-based)."""
 
 
 class Campaign:
@@ -360,14 +358,14 @@ class Campaign:
             return
         self.ui.note("measuring the final champion against the baseline on units no decision used (once)")
         champion = state.champion.tree or ""
-        plan = self.target.plan("holdout", HOLDOUT_ATTEMPT, 0, state.baseline.tree or "", champion,
+        plan = self.target.plan("holdout", NO_ATTEMPT, 0, state.baseline.tree or "", champion,
                                 self.target.looks("holdout"))
         outcome = self._run_plan(plan, self.contract.gate.alpha)
         runner = self.k.runner(self.target, self.ui.jobs)
         extras = self.target.holdout_extras(
             champion, outcome.results or {},
-            lambda jobs: runner.measure(jobs, attempt=HOLDOUT_ATTEMPT, stage="holdout"))
-        self._judged(HOLDOUT_ATTEMPT, "holdout", outcome.decision, outcome, **({"splits": extras} if extras else {}))
+            lambda jobs: runner.measure(jobs, attempt=NO_ATTEMPT, stage="holdout"))
+        self._judged(NO_ATTEMPT, "holdout", outcome.decision, outcome, **({"splits": extras} if extras else {}))
 
     def preflight(self) -> None:
         """See `preflight`."""
@@ -432,7 +430,7 @@ def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
     if not jobs:
         return
     ui.note("preflight: measuring the baseline once")
-    results = k.runner(target, ui.jobs).measure(jobs, attempt=HOLDOUT_ATTEMPT, stage="preflight")
+    results = k.runner(target, ui.jobs).measure(jobs, attempt=NO_ATTEMPT, stage="preflight")
     try:
         target.check_preflight(list(results.values()), k.run.jobs)
     except RatchetError as exc:

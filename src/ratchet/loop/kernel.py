@@ -151,7 +151,7 @@ class Kernel:
             self.record(kind, data)
 
         state = self.state()
-        return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.root / "work",
+        return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.work,
                       record=record, cache=self.cache, done=state.finished_jobs, progress=progress,
                       running=state.running_jobs)
 

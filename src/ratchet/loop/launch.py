@@ -13,21 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, AgentContext, Launch, LaunchJob, LaunchResult
+from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, MAX_LAUNCH_TIMEOUT_S, AgentContext, Launch, LaunchJob, LaunchResult
+from ratchet.core.jobfiles import ARTIFACTS_DIR, JobFiles
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Progress
 from ratchet.targets.base import Task
 from ratchet.targets.benchmark import launch_jobs_target
 
-MAX_LAUNCH_TIMEOUT_S = 240 * 60.0
-"""A launched job runs at most 240 minutes (docs/agents-command.md), whatever the agent asks."""
-
 TAIL_CHARS = 4000
 """Characters of a launched job's stdout and stderr tails handed back to the agent."""
-
-ARTIFACTS_DIR = "artifacts"
-"""Under the run directory: `artifacts/<job_id>/`, the files a launched job declared, copied back."""
 
 
 def launch_jobs(attempt: int, launch: int, action: Launch, champion_tree: str) -> list[PlannedJob]:
@@ -89,12 +84,12 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     results = []
     for planned, job in zip(jobs, asked, strict=True):
         m = measured[planned.job_id]
-        out_dir = kernel.run.jobs / planned.job_id
+        files = JobFiles.of(kernel.run.jobs, planned.job_id)
         record = runner.done.get(planned.job_id, {})
         dest = collected.get(planned.job_id) or kernel.run.root / ARTIFACTS_DIR / planned.job_id
         results.append(LaunchResult(
-            name=job.name, state=m.state, exit_code=_exit_code(out_dir), value=m.value,
-            stdout_tail=_tail(out_dir / "stdout"), stderr_tail=_tail(out_dir / "stderr"),
+            name=job.name, state=m.state, exit_code=_exit_code(files.result), value=m.value,
+            stdout_tail=_tail(files.stdout), stderr_tail=_tail(files.stderr),
             artifacts_dir=str(dest) if job.artifacts and dest.is_dir() else None,
             elapsed_s=record.get("elapsed_s"),
         ))
@@ -128,8 +123,8 @@ def _tail(path: Path, limit: int = TAIL_CHARS) -> str:
         return ""
 
 
-def _exit_code(job_dir: Path) -> int | None:
+def _exit_code(result_file: Path) -> int | None:
     try:
-        return json.loads((job_dir / "result.json").read_text()).get("exit_code")
+        return json.loads(result_file.read_text()).get("exit_code")
     except (OSError, ValueError):
         return None

@@ -101,7 +101,7 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
                             hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
                                  "its report")
-        shutil.rmtree(run.root / "work", ignore_errors=True)  # checkouts the dead kernel left behind
+        shutil.rmtree(run.work, ignore_errors=True)  # checkouts the dead kernel left behind
         kernel = open_kernel(loaded, run, lock, log, clock)
     except BaseException:
         lock.release()

@@ -9,12 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ratchet.compute.outcome import stderr_excerpt
 from ratchet.core.canonical import digest
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import MeasurementError
 from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
-from ratchet.core.plan import PlannedJob, seed_draws
+from ratchet.core.jobfiles import JobFiles
+from ratchet.core.plan import NO_ATTEMPT, PlannedJob, seed_draws
 from ratchet.core.stats.calibration import MIN_SEEDS, Noise, estimate_noise
 from ratchet.ledger.rundir import CALIBRATE_MODE, COMPARE_MODE
 from ratchet.loop.campaign import measure_plan, preflight, record_verdict
@@ -28,9 +30,6 @@ from ratchet.targets.shell import ShellJobs
 
 COMPARED_ATTEMPT = 1
 """A comparison's one attempt: CANDIDATE submitted against BASE."""
-
-CALIBRATE_ATTEMPT = 0
-"""A calibration's jobs carry attempt number 0 (attempts are 1-based)."""
 
 REPEATS = 2
 """Measurements per seed in a calibration."""
@@ -144,7 +143,7 @@ def calibrate_tree(loaded: LoadedContract, commit: str, tree: str, seeds: int, l
 def calibration_jobs(tree: str, seeds: Sequence[int]) -> list[PlannedJob]:
     """The champion `tree` on every seed, REPEATS times in a row (unit i = seeds[i]; repeat r is
     `a0000-calibrate-u<i>-champion-<r>`, its `order` r - 1)."""
-    return [PlannedJob(f"a{CALIBRATE_ATTEMPT:04d}-calibrate-u{unit:03d}-champion-{r}", "champion", tree, unit, seed,
+    return [PlannedJob(f"a{NO_ATTEMPT:04d}-calibrate-u{unit:03d}-champion-{r}", "champion", tree, unit, seed,
                        r - 1, 0)
             for unit, seed in enumerate(seeds) for r in range(1, REPEATS + 1)]
 
@@ -155,7 +154,7 @@ def _measure(kernel: Kernel, jobs: list[PlannedJob], ui: CampaignUI) -> dict[str
     shell = ShellJobs(command=c.target.command or "", metric=c.target.metric, seed_env=c.target.seed_env,
                       timeout_s=c.target.timeout_s, kind=c.target.kind, sandbox=kernel.sandbox,
                       exclude=c.hidden_paths, cache=False)
-    return kernel.runner(shell, ui.jobs).measure(jobs, attempt=CALIBRATE_ATTEMPT, stage="calibrate")
+    return kernel.runner(shell, ui.jobs).measure(jobs, attempt=NO_ATTEMPT, stage="calibrate")
 
 
 def _pair(results: Mapping[str, UnitResult], unit: int) -> tuple[float, float] | None:
@@ -172,8 +171,7 @@ def _noise(values: list[tuple[float, float] | None], kernel: Kernel, results: Ma
     if len(pairs) >= MIN_SEEDS:
         return estimate_noise(pairs)
     bad = min((r for r in results.values() if r.failed), key=lambda r: r.job_id)
-    stderr = kernel.run.jobs / bad.job_id / "stderr"
-    tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
+    tail = stderr_excerpt(JobFiles.of(kernel.run.jobs, bad.job_id))
     raise MeasurementError(
         "calibrate.too_few_seeds",
         f"only {len(pairs)} of {len(values)} seeds were measured twice (at least {MIN_SEEDS} are needed): "

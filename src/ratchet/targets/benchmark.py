@@ -12,19 +12,16 @@ from typing import Any
 
 from ratchet.compute.base import SandboxSpec
 from ratchet.compute.factory import job_resources
+from ratchet.compute.outcome import stderr_excerpt
 from ratchet.core.budget import holdout_worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
 from ratchet.core.gate_design import confirmation_looks
-from ratchet.core.plan import Plan, PlannedJob, Stage, compile_plan
+from ratchet.core.jobfiles import JobFiles
+from ratchet.core.plan import NO_ATTEMPT, SEED_MASK, Plan, PlannedJob, Stage, compile_plan
 from ratchet.core.vocab import Direction, GateTest, ScoreKind
 from ratchet.targets.base import UnitResult
 from ratchet.targets.shell import ShellJobs
-
-PREFLIGHT_ATTEMPT = 0
-"""The preflight's and the holdout's jobs carry attempt number 0 (attempts are 1-based)."""
-
-SEED_MASK = 0x7FFF_FFFF
 
 
 class BenchmarkTarget(ShellJobs):
@@ -80,7 +77,7 @@ class BenchmarkTarget(ShellJobs):
     def preflight_jobs(self, baseline_tree: str) -> list[PlannedJob]:
         """One run of the baseline on the campaign's seed."""
         seed = self.contract.campaign.seed & SEED_MASK
-        return [PlannedJob(f"a{PREFLIGHT_ATTEMPT:04d}-preflight-u000-champion", "champion", baseline_tree, 0, seed,
+        return [PlannedJob(f"a{NO_ATTEMPT:04d}-preflight-u000-champion", "champion", baseline_tree, 0, seed,
                            0, 0)]
 
     def check_preflight(self, results: Sequence[UnitResult], job_dir: Path) -> None:
@@ -89,8 +86,7 @@ class BenchmarkTarget(ShellJobs):
         bad = next((r for r in results if r.failed), None)
         if bad is None:
             return
-        stderr = job_dir / bad.job_id / "stderr"
-        tail = stderr.read_text("utf-8", "replace")[-1500:] if stderr.exists() else ""
+        tail = stderr_excerpt(JobFiles.of(job_dir, bad.job_id))
         raise MeasurementError(
             "preflight.no_metric",
             f"the baseline does not measure: `{self.command}` gave {bad.state}: {bad.reason}"

@@ -25,7 +25,7 @@ from ratchet.compute.env import job_env
 from ratchet.compute.factory import job_resources
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
-from ratchet.core.plan import Plan, PlannedJob, Stage, UnitDraw, compile_plan
+from ratchet.core.plan import NO_ATTEMPT, Plan, PlannedJob, Stage, UnitDraw, compile_plan
 from ratchet.core.stats.paired import wilson_interval
 from ratchet.core.vocab import Direction, GateTest, ScoreKind, Variant
 from ratchet.targets import shard_runner
@@ -47,9 +47,6 @@ from ratchet.targets.examples_measure import (
     shard_payload,
     shard_timeout_s,
 )
-
-HOLDOUT_ATTEMPT = 0
-"""The holdout's and the preflight's jobs carry attempt number 0 (attempts are 1-based)."""
 
 _PLANNED_ID = re.compile(r"^(?P<head>.+)-u\d+-(?P<variant>champion|candidate)(?P<retry>-r\d+)?$")
 
@@ -144,7 +141,7 @@ class ExamplesTarget:
                          ) -> list[PlannedJob]:
         """Planned jobs measuring one tree on `examples` outside any plan (the preflight on dev, the
         final champion on dev and val): ids `a0000-<name>-u<i>-<variant>`."""
-        return [PlannedJob(f"a{HOLDOUT_ATTEMPT:04d}-{name}-u{i:03d}-{variant}", variant, tree, i,
+        return [PlannedJob(f"a{NO_ATTEMPT:04d}-{name}-u{i:03d}-{variant}", variant, tree, i,
                            EXAMPLES_SEED, 0, 0, ex.id) for i, ex in enumerate(examples)]
 
     def reserve_units(self) -> int:

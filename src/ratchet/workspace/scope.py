@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-SYMLINK_MODE = "120000"
-SUBMODULE_MODE = "160000"
+from ratchet.workspace.trees import GITLINK_MODE, SYMLINK_MODE
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,7 @@ def _path_violations(
             f"{path}: {'adds' if entry.status == 'A' else 'changes'} a symlink; candidates may not contain "
             "new or changed symlinks"
         )
-    if entry.new_mode == SUBMODULE_MODE:
+    if entry.new_mode == GITLINK_MODE:
         found.append(
             f"{path}: {'adds' if entry.status == 'A' else 'changes'} a submodule; candidates may not "
             "contain new or changed submodules"

@@ -17,6 +17,7 @@ SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 EXEC_MODE = "100755"
 FILE_MODE = "100644"
+"""Git's modes of a tree entry: a symlink, a submodule (gitlink), an executable and a plain file."""
 
 FD_BATCH = 128
 """Files hashed per `git hash-object` process (each one holds an open descriptor meanwhile)."""

@@ -159,3 +159,11 @@ def test_a_symlink_planted_at_the_agents_home_is_replaced_not_followed(ws: Path,
         channel.ensure_dir(["home", "config"])
     assert list(outside.iterdir()) == []
     assert (ws / ".ratchet-sys" / "home" / "config").is_dir() and not (ws / ".ratchet-sys" / "home").is_symlink()
+
+
+def test_what_one_leg_may_ask_the_kernel_runs_whole():
+    from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, MAX_LAUNCH_TIMEOUT_S
+    from ratchet.agents.command.limits import MAX_JOBS_PER_LEG
+
+    assert MAX_JOBS_PER_LEG <= MAX_JOBS_PER_LAUNCH, "a full leg of launches would lose jobs to the kernel's cap"
+    assert MAX_LAUNCH_MINUTES * 60.0 == MAX_LAUNCH_TIMEOUT_S

@@ -4,13 +4,19 @@ kernel accepts."""
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
+from ratchet.agents import base as agents_base
+from ratchet.agents.command import agent as command_agent
+from ratchet.agents.command import limits, requests
 from ratchet.agents.command.agent import TOOL_SOURCE
 from ratchet.agents.command.channel import Channel
 from ratchet.agents.command.requests import read_leg
@@ -65,3 +71,55 @@ def test_the_tool_refuses_early_what_the_kernel_would_refuse(tool: Path):
     assert _run(tool, "launch", "--name", "a", "--artifact", "../x", "--", "true").returncode == 2
     assert _run(tool, "submit").returncode == 2
     assert not (tool.parent / "requests").exists() or not list((tool.parent / "requests").iterdir())
+
+
+TOOL_OWN = frozenset({"CHANNEL", "REQUESTS", "STATE"})
+"""The tool's upper-case names that are its own (paths it computes), not copies of the kernel's."""
+
+
+def _load_tool(source: str, where: Path) -> types.ModuleType:
+    """The tool as an agent runs it: a standalone file, not `ratchet.agents.command.tool`."""
+    path = where / "ratchet-sys.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("ratchet_sys_copy", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mirror_mismatches(tool: types.ModuleType) -> list[str]:
+    """Each upper-case constant of the tool (except TOOL_OWN) against the kernel's constant of the
+    same name in `limits`, `agents.base`, `requests` or `agent`: one line per copy that differs or has
+    no original."""
+    originals = [limits, agents_base, requests, command_agent]
+    found = []
+    for name in sorted(n for n in vars(tool) if n.isupper() and n not in TOOL_OWN):
+        home = next((m for m in originals if hasattr(m, name)), None)
+        if home is None:
+            found.append(f"{name}: no kernel original")
+            continue
+        mine, theirs = getattr(tool, name), getattr(home, name)
+        if isinstance(mine, re.Pattern):
+            mine, theirs = mine.pattern, theirs.pattern
+        if mine != theirs:
+            found.append(f"{name}: the tool says {mine!r}, {home.__name__} says {theirs!r}")
+    return found
+
+
+def test_the_tools_copies_of_the_kernels_limits_equal_the_kernels(tmp_path: Path):
+    tool = _load_tool(TOOL_SOURCE.read_text(), tmp_path)
+    copied = {n for n in vars(tool) if n.isupper()} - TOOL_OWN
+    assert {"MAX_LAUNCHES_PER_SLEEP", "MAX_ARRAY", "MAX_LAUNCH_MINUTES", "MAX_REPORT_CHARS", "NAME_RE"} <= copied
+    assert _mirror_mismatches(tool) == []
+
+
+def test_a_copy_that_drifts_from_the_kernel_is_named(tmp_path: Path):
+    source = TOOL_SOURCE.read_text()
+    drifted = source.replace("\nMAX_ARRAY = 16\n", "\nMAX_ARRAY = 17\n").replace(
+        "\nSTATE_DIR = ", "\nEXTRA_LIMIT = 3\nSTATE_DIR = ")
+    assert drifted.count("MAX_ARRAY = 17") == 1 and "EXTRA_LIMIT" in drifted
+    assert _mirror_mismatches(_load_tool(drifted, tmp_path)) == [
+        "EXTRA_LIMIT: no kernel original",
+        "MAX_ARRAY: the tool says 17, ratchet.agents.command.limits says 16",
+    ]

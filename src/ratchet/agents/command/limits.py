@@ -1,10 +1,12 @@
 """The command agent's limits (docs/agents-command.md), kernel-enforced. `tool.py` repeats them for fast
 feedback to the agent; these are the truth: the kernel re-validates every request against them.
+The limits of every agent (a launched job's time, a submit's report and summary) are in
+`agents.base`.
 """
 
 from __future__ import annotations
 
-from ratchet.agents.base import MAX_LAUNCHES_PER_ATTEMPT
+from ratchet.agents.base import MAX_LAUNCH_TIMEOUT_S, MAX_LAUNCHES_PER_ATTEMPT
 
 CHANNEL_DIR = ".ratchet-sys"
 """The channel folder at the top of an agent's workspace (never part of a candidate tree)."""
@@ -36,17 +38,12 @@ MAX_ARTIFACT_PATH_CHARS = 256
 MAX_WHY_CHARS = 200
 """Characters of a launch's `why`."""
 
-MAX_REPORT_CHARS = 8000
-"""Characters of the report a submit carries."""
-
-MAX_SUMMARY_CHARS = 200
-"""Characters of a submit's one-line summary."""
-
 MAX_NOTE_CHARS = 2000
 """Characters of a sleep's note."""
 
-MAX_LAUNCH_MINUTES = 240.0
-"""Minutes one launched job may run; more is clamped to this."""
+MAX_LAUNCH_MINUTES = MAX_LAUNCH_TIMEOUT_S / 60.0
+"""Minutes one launched job may run (the kernel's MAX_LAUNCH_TIMEOUT_S in the channel's unit); more
+is clamped to this."""
 
 MAX_NAME_CHARS = 64
 """Characters of a launch's name ([A-Za-z0-9_.-])."""

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ratchet.agents.base import MAX_REPORT_CHARS, MAX_SUMMARY_CHARS
 from ratchet.agents.command.channel import Channel, ChannelError
 from ratchet.agents.command.limits import (
     MAX_ARRAY,
@@ -27,9 +28,7 @@ from ratchet.agents.command.limits import (
     MAX_LAUNCHES_PER_SLEEP,
     MAX_NAME_CHARS,
     MAX_NOTE_CHARS,
-    MAX_REPORT_CHARS,
     MAX_REQUEST_FILES,
-    MAX_SUMMARY_CHARS,
     MAX_WHY_CHARS,
     REQUEST_CAP_BYTES,
 )

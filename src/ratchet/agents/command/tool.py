@@ -24,6 +24,8 @@ import re
 import secrets
 import sys
 
+# Copies of the kernel's limits and channel names (ratchet.agents.base, ratchet.agents.command.limits,
+# .requests, .agent), which this stdlib-only file cannot import; a test holds each copy equal to the kernel's.
 MAX_LAUNCHES_PER_SLEEP = 8
 MAX_ARRAY = 16
 MAX_COMMAND_CHARS = 2000
@@ -33,11 +35,16 @@ MAX_REPORT_CHARS = 8000
 MAX_SUMMARY_CHARS = 200
 MAX_NOTE_CHARS = 2000
 MAX_LAUNCH_MINUTES = 240.0
-NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+MAX_NAME_CHARS = 64
+NAME_RE = re.compile(rf"[A-Za-z0-9_.-]{{1,{MAX_NAME_CHARS}}}")
+REQUESTS_DIR = "requests"
+SLEEP_MARKER = "sleep.json"
+SUBMIT_MARKER = "submit.json"
+STATE_DIR = "state"
 
 CHANNEL = os.path.dirname(os.path.abspath(__file__))
-REQUESTS = os.path.join(CHANNEL, "requests")
-STATE = os.path.join(CHANNEL, "state")
+REQUESTS = os.path.join(CHANNEL, REQUESTS_DIR)
+STATE = os.path.join(CHANNEL, STATE_DIR)
 
 
 def fail(message: str) -> None:
@@ -72,7 +79,7 @@ def cmd_launch(args: argparse.Namespace) -> None:
     if args.command and args.command[0] == "--":
         command = " ".join(args.command[1:]).strip()
     if not NAME_RE.fullmatch(args.name):
-        fail("--name: 1 to 64 characters of A-Z a-z 0-9 _ . -")
+        fail(f"--name: 1 to {MAX_NAME_CHARS} characters of A-Z a-z 0-9 _ . -")
     if not command or len(command) > MAX_COMMAND_CHARS:
         fail(f"the command must have 1 to {MAX_COMMAND_CHARS} characters")
     if len(args.artifact) > MAX_ARTIFACTS:
@@ -101,7 +108,7 @@ def cmd_sleep(args: argparse.Namespace) -> None:
     agent then ends its session and the kernel runs the queued launches."""
     if len(args.note) > MAX_NOTE_CHARS:
         fail(f"--note: at most {MAX_NOTE_CHARS} characters")
-    write_request(os.path.join(CHANNEL, "sleep.json"), {"kind": "sleep", "note": args.note})
+    write_request(os.path.join(CHANNEL, SLEEP_MARKER), {"kind": "sleep", "note": args.note})
     print(f"sleeping with {len(pending_launches())} launch(es) queued. End your session now (exit): "
           "you will be started again with the results in a new message.")
 
@@ -119,7 +126,7 @@ def cmd_submit(args: argparse.Namespace) -> None:
         fail(f"the report has {len(report)} characters; at most {MAX_REPORT_CHARS}")
     if len(args.summary) > MAX_SUMMARY_CHARS:
         fail(f"--summary: at most {MAX_SUMMARY_CHARS} characters")
-    write_request(os.path.join(CHANNEL, "submit.json"),
+    write_request(os.path.join(CHANNEL, SUBMIT_MARKER),
                   {"kind": "submit", "report": report, "summary": args.summary})
     print("submitted: your workspace's files in scope are the candidate. End your session now (exit).")
 

@@ -22,8 +22,8 @@ from typing import Any, Literal
 from ratchet.agents.command.limits import CHANNEL_DIR
 from ratchet.core.errors import RatchetError
 from ratchet.workspace.git import Git
-from ratchet.workspace.scope import SUBMODULE_MODE, SYMLINK_MODE, check_scope, matching_entry
-from ratchet.workspace.trees import GITLINK_MODE, TreeEntry, excluded
+from ratchet.workspace.scope import check_scope, matching_entry
+from ratchet.workspace.trees import GITLINK_MODE, SYMLINK_MODE, TreeEntry, excluded
 
 RUN_DIR = ".ratchet"
 """The project's run directory: never in a workspace."""
@@ -159,6 +159,6 @@ def _take(path: str, new_mode: str, rules: ScopeRules, use: HarvestUse) -> bool:
     guarded = matching_entry(path, rules.protected) is not None or matching_entry(path, rules.hidden) is not None
     if use == "submit" and guarded:
         return True  # taken so that the scope check names it: a scope_violation, never a silent drop
-    if guarded or (use == "launch" and new_mode in (SYMLINK_MODE, SUBMODULE_MODE)):
+    if guarded or (use == "launch" and new_mode in (SYMLINK_MODE, GITLINK_MODE)):
         return False
     return matching_entry(path, rules.allowed) is not None

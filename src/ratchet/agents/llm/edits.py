@@ -20,13 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ratchet.agents.base import MAX_REPORT_CHARS, MAX_SUMMARY_CHARS
 from ratchet.core.contract import check_scope_path, scope_covers
-
-MAX_REPORT_CHARS = 8000
-"""Longest report kept from a reply (the command agent's report limit, `agents.command.limits`)."""
-
-MAX_SUMMARY_CHARS = 200
-"""Longest one-line summary kept."""
 
 _SEARCH = re.compile(r"^\s*<{5,9}\s*SEARCH\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
