@@ -7,7 +7,7 @@ from pathlib import Path
 
 from helpers import set_contract
 
-from ratchet.agents.base import AgentContext, GiveUp, Launch, LaunchJob, LaunchResult, Submit
+from ratchet.agents.base import Agent, AgentContext, GiveUp, Launch, LaunchJob, LaunchResult, Submit
 from ratchet.commands.run import open_project
 from ratchet.core.state import fold
 from ratchet.ledger.events import read_events
@@ -17,7 +17,7 @@ from ratchet.present.progress import LogUI
 from ratchet.targets.factory import make_target
 
 
-class ScriptedAgent:
+class ScriptedAgent(Agent):
     """Test agent: launches two experiments, reads them on wake, then submits x = 3 once."""
 
     def __init__(self, git):

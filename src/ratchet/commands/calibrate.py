@@ -155,7 +155,7 @@ def _measure(kernel: Kernel, jobs: list[PlannedJob], ui: CampaignUI) -> dict[str
                       exclude=c.hidden_paths, cache=False)
     kernel.install_sigint()
     try:
-        return kernel.runner(shell, ui.jobs).measure(jobs, attempt=ATTEMPT, stage="calibrate")
+        return kernel.runner(shell, ui.jobs).measure_jobs(jobs, attempt=ATTEMPT, stage="calibrate")
     except Interrupted:
         kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "calibrate"})
         raise RatchetError("interrupted", "the calibration was interrupted; its jobs were killed",

@@ -20,7 +20,7 @@ from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
 from ratchet.ledger.files import write_temp
 from ratchet.ledger.rundir import COMPARE_MODE
-from ratchet.loop.campaign import measure_plan, preflight, start_record
+from ratchet.loop.campaign import preflight, start_record, walk_recorded_plan
 from ratchet.loop.kernel import new_kernel
 from ratchet.loop.measure import Interrupted
 from ratchet.loop.trial import TrialOutcome
@@ -66,7 +66,7 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
                 preflight(kernel, target, ui)
                 plan = target.plan("trial", 1, 1, base_tree, cand_tree, target.looks("trial"))
                 margin = margin_for_state(c.gate.min_effect, c.gate.min_effect_rel, kernel.state().champion_mean)
-                outcome = measure_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs)
+                outcome = walk_recorded_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs)
             except Interrupted:
                 kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "compare"})
                 raise RatchetError("interrupted", "the comparison was interrupted; its jobs were killed",

@@ -47,7 +47,7 @@ def measure_baseline(loaded: LoadedContract, git: Git, tree: str, sandbox: Sandb
     runner = Runner(git=git, executor=executor, target=target, work_dir=work / "work", record=lambda kind, data: None)
     (job,) = target.preflight_jobs(tree)
     try:
-        result = runner.measure([job], attempt=0, stage="preflight")[job.job_id]
+        result = runner.measure_jobs([job], attempt=0, stage="preflight")[job.job_id]
         return result, _stderr_tail(work / "jobs" / job.job_id)
     finally:
         executor.close()

@@ -1,5 +1,6 @@
 """The kernel's effects for one run: the run directory, its lock, the ledger writer and index, the
-blob store, git, the executor, the sandbox and the cache — opened for a new run or a resume.
+blob store, git, the executor, the agent's local executor, the sandbox and the cache — opened for a
+new run or a resume.
 
 Everything the campaign loop touches on disk or in other processes goes through a `Kernel`.
 """
@@ -12,6 +13,7 @@ import secrets
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import tomllib
 from collections.abc import Callable, Mapping
@@ -22,8 +24,8 @@ from typing import Any, cast
 from ratchet.compute.base import Executor, SandboxSpec
 from ratchet.compute.cache import MeasurementCache
 from ratchet.compute.env import sandbox_spec
-from ratchet.compute.factory import make_executor
-from ratchet.compute.sandbox import resolve_mode
+from ratchet.compute.factory import make_agent_executor, make_executor
+from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import ContractError, DataError, RatchetError
@@ -57,6 +59,18 @@ agent could predict would let it pick its units."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that stop a run cleanly: jobs killed, stop reason `interrupted`, exit 130, resumable."""
 
+AGENTS_TMP = "ratchet-agents"
+"""Under the system's temporary directory: command agents' workspaces, one folder per project."""
+
+AGENT_JOBS_DIR = "legs"
+"""Under a project's agent work directory: `<job_id>/` of each job the agent executor ran (a
+command agent's legs)."""
+
+
+def agent_work_dir(root: Path) -> Path:
+    """Where a project's command agents work: outside the project, the same across a resume."""
+    return Path(tempfile.gettempdir()) / AGENTS_TMP / digest(str(root.resolve()))[7:23]
+
 
 def utc_now() -> dt.datetime:
     """The wall clock, timezone-aware UTC (the only clock the kernel reads)."""
@@ -66,7 +80,9 @@ def utc_now() -> dt.datetime:
 @dataclass
 class Kernel:
     """An open run: holds the lock until `close()`. `record` appends one ledger event (and keeps
-    the SQLite index in step); `state()` folds the ledger."""
+    the SQLite index in step); `state()` folds the ledger. `executor` runs the target's jobs on
+    `compute.backend`; `agent_executor` runs an agent's own processes (a command agent's legs) one
+    at a time on this machine, whatever the backend."""
 
     loaded: LoadedContract
     run: RunDir
@@ -76,6 +92,7 @@ class Kernel:
     blobs: BlobStore
     git: Git
     executor: Executor
+    agent_executor: Executor
     sandbox: SandboxSpec
     cache: MeasurementCache | None
     clock: Clock = utc_now
@@ -172,11 +189,12 @@ class Kernel:
             self._old_handlers[sig] = signal.signal(sig, handler)
 
     def close(self) -> None:
-        """Restore the stop signals' handlers, close the log, index and executor, release the lock."""
+        """Restore the stop signals' handlers, close the log, index and executors, release the lock."""
         for sig, old in self._old_handlers.items():
             signal.signal(sig, old)
         self._old_handlers.clear()
         self.executor.close()
+        self.agent_executor.close()
         self.index.close()
         self.log.close()
         self.lock.release()
@@ -185,16 +203,15 @@ class Kernel:
 def _effects(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, clock: Clock) -> Kernel:
     contract = loaded.contract
     executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids)
-    # On a cluster the nodes decide: a probe job checks bwrap there (recorded in run.started).
-    probe = getattr(executor, "probe_sandbox", None)
-    mode = probe(contract.sandbox.mode) if probe is not None else resolve_mode(contract.sandbox.mode)
+    mode = executor.probe_sandbox(contract.sandbox.mode)  # where the jobs run (a cluster's nodes); in run.started
     if mode == "none" and contract.sandbox.mode == "none":
         print("warning: sandbox.mode = 'none': jobs run without isolation from your files and network",
               file=sys.stderr)
     cache = MeasurementCache(loaded.root / RATCHET_DIR / "cache") if contract.target.cache else None
     index = Index(run.index)
     index.sync(log.events)
-    return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
+    agent_executor = make_agent_executor(agent_work_dir(loaded.root) / AGENT_JOBS_DIR)
+    return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor, agent_executor,
                   sandbox_spec(contract.sandbox, mode), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))
 
@@ -279,10 +296,10 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
     except BaseException:
         lock.release()
         raise
-    # Jobs a crashed kernel started and never finished: local ones are killed now (their pipes died
-    # with that kernel) and run again; a scheduler's keep running and the runner re-attaches to them
-    # when the loop reaches them (Runner.measure), so none is submitted twice.
-    if kernel.executor.backend == "local":
+    # Jobs a crashed kernel started and never finished: those that die with their kernel (a local
+    # job's pipes did) are killed now and run again; those that outlive it (a scheduler's) are
+    # re-attached by the runner when the loop reaches them, so none is submitted twice.
+    if not kernel.executor.jobs_outlive_kernel:
         kernel.executor.reattach({job_id: str(ext) for job_id, ext in state.running_jobs.items() if ext is not None})
     return kernel
 

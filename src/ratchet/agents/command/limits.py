@@ -5,6 +5,11 @@ feedback to the agent; these are the truth: the kernel re-validates every reques
 from __future__ import annotations
 
 from ratchet.agents.base import MAX_LAUNCHES_PER_ATTEMPT
+from ratchet.compute.artifacts import (  # noqa: F401  (the collector's limits, listed here with the others)
+    ARTIFACT_CAP_BYTES,
+    MAX_ARTIFACT_PATH_CHARS,
+    MAX_ARTIFACTS,
+)
 
 CHANNEL_DIR = ".ratchet-sys"
 """The channel folder at the top of an agent's workspace (never part of a candidate tree)."""
@@ -26,12 +31,6 @@ MAX_JOBS_PER_LEG = MAX_LAUNCHES_PER_SLEEP * MAX_ARRAY
 
 MAX_COMMAND_CHARS = 2000
 """Characters of a launched command."""
-
-MAX_ARTIFACTS = 8
-"""Artifacts declared per launch."""
-
-MAX_ARTIFACT_PATH_CHARS = 256
-"""Characters of one artifact path."""
 
 MAX_WHY_CHARS = 200
 """Characters of a launch's `why`."""
@@ -56,9 +55,6 @@ REQUEST_CAP_BYTES = 64 * 1024
 
 MAX_REQUEST_FILES = 64
 """Files of `requests/` read per leg; the others are removed unread, with a message."""
-
-ARTIFACT_CAP_BYTES = 1024 * 1024
-"""Bytes of one artifact copied back (a larger file is truncated, with a message)."""
 
 OUTPUT_TAIL_CHARS = 2000
 """Characters of a launched job's stdout and stderr tails shown in a wake message."""
