@@ -56,7 +56,8 @@ def test_the_local_executor_collects_a_specs_artifacts_when_the_job_ends(tmp_pat
     assert (ok.state, failed.state) == ("ok", "failed")
     assert (tmp_path / "a" / "ok" / "files" / "out.txt").read_text() == "made\n"
     assert (tmp_path / "a" / "f" / "files" / "out.txt").read_text() == "half\n"  # a failed job's too
-    assert json.loads((tmp_path / "a" / "ok" / "notes.json").read_text()) == ["absent.txt: not found after the job ended"]
+    notes = json.loads((tmp_path / "a" / "ok" / "notes.json").read_text())
+    assert notes == ["absent.txt: not found after the job ended"]
 
 
 def test_a_cancelled_jobs_artifacts_are_not_collected(tmp_path: Path):
