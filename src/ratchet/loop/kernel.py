@@ -60,7 +60,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that stop a run cleanly: jobs killed, stop reason `interrupted`, exit 130, resumable."""
 
 AGENTS_TMP = "ratchet-agents"
-"""Under the system's temporary directory: command agents' workspaces, one folder per project."""
+"""Under the system's temporary directory: command agents' workspaces and legs, one folder per project."""
 
 AGENT_JOBS_DIR = "legs"
 """Under a project's agent work directory: `<job_id>/` of each job the agent executor ran (a
