@@ -15,6 +15,7 @@ from jobkit import MODES, alive, pids_with_token, spec
 
 from ratchet.compute.base import JobSpec
 from ratchet.compute.local import LocalExecutor
+from ratchet.compute.sandbox import resolve_mode
 
 SPIN = "while True: pass\n"
 
@@ -275,3 +276,13 @@ def test_cancel_from_a_signal_handler_stops_the_run(work, jobs_dir):
         executor.close()
     assert [r.state for r in results] == ["cancelled"] * 3
     assert [r.reason for r in results][2] == "not started"
+
+
+def test_local_jobs_die_with_their_kernel_their_ids_are_pids_and_the_sandbox_is_probed_here(work, jobs_dir):
+    with LocalExecutor(jobs_dir, 1) as executor:
+        assert not executor.jobs_outlive_kernel and executor.external_ids_are_pids
+        assert executor.probe_sandbox("none") == "none"
+        assert executor.probe_sandbox("auto") == resolve_mode("auto")
+        started: dict[str, str] = {}
+        (result,) = executor.run([spec("pid", "true", work)], on_submit=started.__setitem__)
+    assert result.state == "ok" and started["pid"].isdigit() and int(started["pid"]) > 1

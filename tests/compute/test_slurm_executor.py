@@ -16,7 +16,7 @@ import pytest
 from jobkit import needs_bwrap, spec
 
 from ratchet.compute import slurm
-from ratchet.compute.base import Resources
+from ratchet.compute.base import ArtifactSpec, Resources
 from ratchet.compute.slurm import SlurmExecutor, max_poll_rounds
 from ratchet.compute.slurm_states import parse_show_job
 from ratchet.core.contract import SlurmSection
@@ -283,3 +283,25 @@ def test_wrapper_that_cannot_start_leaves_unknown_with_slurms_log(work, jobs_dir
     (result,) = broken.run([spec("w", "true", work)])
     assert (result.state, result.scheduler_state) == ("unknown", "FAILED")
     assert "/nonexistent/python3" in result.stderr_tail
+
+
+def test_artifacts_are_collected_when_a_task_ends_and_when_a_reattached_one_does(work, jobs_dir, tmp_path):
+    first, later = tmp_path / "artifacts" / "first", tmp_path / "artifacts" / "later"
+    ex = SlurmExecutor(jobs_dir, 2, FAST)
+    (done,) = ex.run([spec("first", "echo one > out.txt", work, artifacts=ArtifactSpec(("out.txt",), first))])
+    assert done.state == "ok" and (first / "files" / "out.txt").read_text() == "one\n"
+    recorded: dict[str, str] = {}
+    other = tmp_path / "other"
+    other.mkdir()
+    ex.submit([spec("later", "sleep 1; echo two > out.txt", other, artifacts=ArtifactSpec(("out.txt",), later))],
+              on_submit=recorded.__setitem__)  # this kernel dies without waiting
+    assert not later.exists()
+    fresh = SlurmExecutor(jobs_dir, 2, FAST)
+    (result,) = fresh.wait(fresh.reattach(recorded))
+    assert result.state == "ok" and (later / "files" / "out.txt").read_text() == "two\n"
+
+
+def test_slurm_jobs_outlive_their_kernel_and_their_ids_are_not_pids(jobs_dir):
+    ex = SlurmExecutor(jobs_dir, 1, FAST)
+    assert ex.jobs_outlive_kernel and not ex.external_ids_are_pids
+    assert ex.probe_sandbox("none") == "none"

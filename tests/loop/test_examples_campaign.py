@@ -14,7 +14,7 @@ import pytest
 from helpers import ratchet
 from repo_fixture import EXAMPLES_CONTRACT, make_examples_repo
 
-from ratchet.agents.base import AgentContext, Launch, LaunchJob, LaunchResult, Submit
+from ratchet.agents.base import Agent, AgentContext, Launch, LaunchJob, LaunchResult, Submit
 from ratchet.commands.run import load_examples_data, open_project
 from ratchet.loop.agents import AgentLink, make_agent
 from ratchet.loop.campaign import Campaign
@@ -76,7 +76,7 @@ def test_unreachable_target_and_small_splits_are_warned(tmp_path: Path):
     assert "0.99" in warnings and "val" in warnings
 
 
-class CopyEverythingAgent:
+class CopyEverythingAgent(Agent):
     """Test agent that tries to leak: reads the examples file through its tree view, launches an
     experiment that dumps everything a job can see, and writes all it learned into its candidate."""
 

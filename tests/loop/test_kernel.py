@@ -1,13 +1,20 @@
 """The kernel's reads of its own ledger: `state()` folds only when the ledger grew, `find`/`once`
-see every event recorded before them, on a real run directory."""
+see every event recorded before them, on a real run directory; and the agent executor it owns."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
+from helpers import set_contract
+
 from ratchet.commands.run import open_project
+from ratchet.compute.base import JobSpec, run_jobs
+from ratchet.core.errors import RatchetError
 from ratchet.core.state import fold
 from ratchet.ledger.events import read_events
+from ratchet.loop.kernel import AGENT_JOBS_DIR, agent_work_dir
 from ratchet.loop.life import new_kernel, record_started
 
 
@@ -45,3 +52,30 @@ def test_find_and_once_see_events_recorded_after_an_earlier_find(bench_repo: Pat
         assert kinds.count("attempt.started") == 2
     finally:
         kernel.close()
+
+
+ON_SLURM = pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.skipif(
+    shutil.which("sbatch") is None, reason="Slurm client commands not found (run `make slurm-up`)")])
+
+
+@pytest.mark.parametrize("backend", ["local", ON_SLURM])
+def test_the_kernel_owns_a_local_executor_for_agents_whatever_the_backend_and_closes_it(bench_repo: Path, backend):
+    slurm = "[compute.slurm]\npoll_min_s = 0.2\npoll_max_s = 2.0\n" if backend == "slurm" else ""
+    set_contract(bench_repo, append=f'[compute]\nbackend = "{backend}"\n{slurm}')
+    loaded, _ = open_project(bench_repo)
+    work = bench_repo.parent / "leg-work"
+    work.mkdir()
+    leg = JobSpec("a0001-leg01", ("/bin/sh", "-c", "echo leg"), work, {"PATH": "/usr/bin:/bin"}, 30.0)
+    kernel, _ = new_kernel(loaded)
+    try:
+        assert kernel.executor.jobs_outlive_kernel == (backend == "slurm")
+        assert not kernel.agent_executor.jobs_outlive_kernel and kernel.agent_executor.external_ids_are_pids
+        (result,) = run_jobs(kernel.agent_executor, [leg])
+        assert (result.state, result.stdout_tail) == ("ok", "leg\n")
+        assert result.stdout_path == agent_work_dir(loaded.root) / AGENT_JOBS_DIR / leg.job_id / "stdout"
+    finally:
+        kernel.close()
+        shutil.rmtree(agent_work_dir(loaded.root), ignore_errors=True)
+    with pytest.raises(RatchetError) as closed:
+        kernel.agent_executor.submit([leg])
+    assert closed.value.code == "compute.closed"

@@ -3,21 +3,24 @@ are charged to the budget, recorded in the ledger, and come back to the agent on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from helpers import set_contract
 
-from ratchet.agents.base import AgentContext, GiveUp, Launch, LaunchJob, LaunchResult, Submit
+from ratchet.agents.base import Agent, AgentContext, GiveUp, Launch, LaunchJob, LaunchResult, Submit
 from ratchet.commands.run import open_project
+from ratchet.compute.base import TAIL_BYTES
 from ratchet.core.state import fold
 from ratchet.ledger.events import read_events
 from ratchet.loop.campaign import Campaign
+from ratchet.loop.launch import run_launch
 from ratchet.loop.life import new_kernel, record_started
 from ratchet.present.progress import LogUI
 from ratchet.targets.factory import make_target
 
 
-class ScriptedAgent:
+class ScriptedAgent(Agent):
     """Test agent: launches two experiments, reads them on wake, then submits x = 3 once."""
 
     def __init__(self, git):
@@ -63,3 +66,32 @@ def test_launched_experiments_run_for_real_and_are_charged(bench_repo: Path):
     trial_units = sum(e.data["units_charged"] for e in evs if e.kind == "job.finished" and e.data["stage"] != "launch")
     assert state.budget_used.evaluations == trial_units + 2  # the two experiments are charged
     assert state.promotions == 1
+
+
+LONG_OUTPUT = "python3 -c \"import sys; sys.stdout.write('x' * 20000 + 'END\\n'); sys.stderr.write('warned\\n')\""
+
+
+def test_launch_results_carry_the_jobs_tails_and_artifacts_also_when_a_resume_replays_them(bench_repo: Path):
+    loaded, git = open_project(bench_repo)
+    kernel, salt = new_kernel(loaded)
+    try:
+        record_started(kernel, salt, git.head_commit(), git.tree_of("HEAD"), 0)
+        ctx = AgentContext(1, git.tree_of("HEAD"), 0)
+        action = Launch(jobs=(LaunchJob("long", LONG_OUTPUT + "; echo kept > out.txt; exit 2", timeout_s=30,
+                                        artifacts=("out.txt", "missing.txt")),
+                              LaunchJob("plain", "echo fine", timeout_s=30)))
+        long, plain = run_launch(kernel, ctx, 1, action)
+        again = run_launch(kernel, ctx, 1, action)  # a resume replaying the launch: every job is reused
+    finally:
+        kernel.close()
+    assert (long.state, long.exit_code, plain.state, plain.exit_code) == ("failed", 2, "no_metric", 0)
+    assert long.stdout_tail.endswith("xxEND\n") and len(long.stdout_tail.encode()) == TAIL_BYTES  # the JobResult's
+    assert long.stderr_tail == "warned\n" and plain.stdout_tail == "fine\n"
+    assert long.artifacts_dir is not None and plain.artifacts_dir is None
+    collected = Path(long.artifacts_dir)
+    assert collected == kernel.run.root / "artifacts" / "a0001-launch1-j00"
+    assert (collected / "files" / "out.txt").read_text() == "kept\n"
+    assert json.loads((collected / "notes.json").read_text()) == ["missing.txt: not found after the job ended"]
+    assert again == (long, plain)
+    finished = [e for e in read_events(kernel.run.events) if e.kind == "job.finished"]
+    assert len(finished) == 2, "the replay ran nothing again"

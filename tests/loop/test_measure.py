@@ -30,7 +30,7 @@ def test_each_checkout_is_gone_when_its_job_is_recorded_finished_and_nothing_is_
 
         runner = Runner(git=kernel.git, executor=kernel.executor, target=target, work_dir=work, record=record)
         plan = target.plan("trial", 1, 1, champion, candidate, (3,))
-        results = runner.measure(plan.jobs_for_look(0), attempt=1, stage="trial")
+        results = runner.measure_jobs(plan.jobs_for_look(0), attempt=1, stage="trial")
     finally:
         kernel.close()
     assert len(results) == 6 and not any(r.failed for r in results.values())

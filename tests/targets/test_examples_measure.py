@@ -156,7 +156,7 @@ class Project:
         runner.target.by_id.update({ex.id: ex for ex in chosen})
         jobs = [PlannedJob(f"a0001-trial-u{i:03d}-{variant}", variant, self.tree, i, 0, 0, 0, ex.id)
                 for i, ex in enumerate(chosen)]
-        results = runner.measure(jobs, attempt=1, stage="trial")
+        results = runner.measure_jobs(jobs, attempt=1, stage="trial")
         return {r.detail.example_id: r.detail for r in results.values()}
 
     def kinds(self, kind: str) -> list[dict]:
@@ -171,6 +171,11 @@ class SpyExecutor:
         self.specs: list[JobSpec] = []
 
     backend = "local"
+    jobs_outlive_kernel = False
+    external_ids_are_pids = True
+
+    def probe_sandbox(self, mode):
+        return self.inner.probe_sandbox(mode)
 
     def submit(self, specs, on_submit=None, on_result=None):
         self.specs.extend(specs)

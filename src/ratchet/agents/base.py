@@ -5,14 +5,19 @@ agent. `start(context)` and `wake(context, results)` return an Action:
     Submit(tree, report) hand a candidate tree and a written report to the gate
     GiveUp(reason)       end the attempt (and the campaign: stop reason `agent_stopped`)
 
-Values only; the kernel does every effect.
+Every agent kind inherits `Agent`, which gives each optional hook the loop calls (`resume`,
+`budget_stop`, `stopped_by_budget`) a default that does nothing. Values only; the kernel does every
+effect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from ratchet.core.budget import BudgetStop
 
 MAX_LAUNCHES_PER_ATTEMPT = 8
 """Legs of `Launch` one attempt may take before the kernel refuses more (an agent that never submits)."""
@@ -45,8 +50,8 @@ class LaunchJob:
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra variables for the job (`SWEEP_INDEX` for the i-th job of an array)."""
     artifacts: tuple[str, ...] = ()
-    """Relative paths in the job's checkout the kernel copies back after the job ends
-    (`agents.command.artifacts.collect_artifacts`), before the checkout is removed."""
+    """Relative paths in the job's checkout the executor copies back after the job ends, before the
+    checkout is removed (`compute.artifacts.collect_artifacts`)."""
     group: str | None = None
     """The agent's name for the launch this job belongs to (jobs of one array share it)."""
     max_parallel: int | None = None
@@ -101,7 +106,7 @@ class LaunchResult:
     stderr_tail: str
     artifacts_dir: str | None = None
     """A kernel-owned directory holding the job's declared artifacts as copied back by
-    `collect_artifacts` (None: none were declared or the job never ran)."""
+    `compute.artifacts.collect_artifacts` (None: none were declared or the job never ran)."""
     elapsed_s: float | None = None
 
 
@@ -140,9 +145,32 @@ class TreeBuilder(Protocol):
     def read_blob(self, tree: str, path: str) -> bytes | None: ...
 
 
-class Agent(Protocol):
-    """An agent. `start` opens an attempt; `wake` continues it after a `Launch`."""
+class Agent(ABC):
+    """An agent: `start` opens an attempt; `wake` continues it after a `Launch`. The other hooks
+    have defaults that do nothing; an agent kind overrides those it needs."""
 
-    def start(self, ctx: AgentContext) -> Action: ...
+    stopped_by_budget: BudgetStop | None = None
+    """The agent's own budget (model calls, tokens, USD) that made it give up, once one has: the
+    loop then stops the run with stop reason `budget_exhausted`, naming that budget. Default: None
+    (the agent has no budget of its own)."""
 
-    def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action: ...
+    @abstractmethod
+    def start(self, ctx: AgentContext) -> Action:
+        """The first leg of attempt `ctx.attempt`."""
+
+    @abstractmethod
+    def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action:
+        """The next leg, after the last `Launch` ran: `results` one per launched job, in order."""
+
+    def resume(self, ctx: AgentContext, legs: Sequence[Mapping[str, Any]], read_blob: Callable[[str], bytes]) -> bool:
+        """Pick attempt `ctx.attempt` up again after a kernel restart, from the data of its recorded
+        `agent.leg` events (oldest first; `read_blob` reads a recorded blob). True: the loop replays
+        the last recorded launch (finished jobs reused) and calls `wake` once. False: the loop calls
+        `start` and the attempt begins again. Default: False (the agent keeps no conversation)."""
+        return False
+
+    def budget_stop(self) -> BudgetStop | None:
+        """The agent's own budget that forbids another attempt now, checked before each attempt
+        (stop reason `budget_exhausted`, the budget named, its arithmetic the stop's detail), or
+        None. Default: None."""
+        return None

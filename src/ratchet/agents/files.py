@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
+from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
 from ratchet.core.errors import DataError, GitError
 
 REPORT_FILE = "REPORT.md"
@@ -27,7 +27,7 @@ def list_candidates(folder: Path) -> list[Path]:
     )
 
 
-class FilesAgent:
+class FilesAgent(Agent):
     """Submits the prepared candidate number `attempt` (1-based); gives up when none are left."""
 
     def __init__(self, folder: Path, trees: TreeBuilder):

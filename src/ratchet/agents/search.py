@@ -13,12 +13,12 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
+from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
 from ratchet.core.contract import CategoricalParam, FloatParam, IntParam, SearchAgentConfig
 from ratchet.core.errors import DataError
 
 
-class SearchAgent:
+class SearchAgent(Agent):
     """Proposes one parameter set per attempt. `direction` is the target's ("max" | "min")."""
 
     def __init__(self, config: SearchAgentConfig, direction: str, trees: TreeBuilder):

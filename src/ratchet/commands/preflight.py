@@ -46,7 +46,7 @@ def measure_baseline(loaded: LoadedContract, git: Git, tree: str, sandbox: Sandb
     runner = Runner(git=git, executor=executor, target=target, work_dir=work / "work", record=lambda kind, data: None)
     (job,) = target.preflight_jobs(tree)
     try:
-        result = runner.measure([job], attempt=NO_ATTEMPT, stage="preflight")[job.job_id]
+        result = runner.measure_jobs([job], attempt=NO_ATTEMPT, stage="preflight")[job.job_id]
         return result, stderr_excerpt(JobFiles.of(work / "jobs", job.job_id))
     finally:
         executor.close()

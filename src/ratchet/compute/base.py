@@ -26,6 +26,9 @@ TAIL_BYTES = 4096
 SandboxMode = Literal["bwrap", "none"]
 """The isolation a job actually runs under (`auto` is resolved before a job is built)."""
 
+SandboxSetting = Literal["auto", "bwrap", "none"]
+"""`sandbox.mode` in the contract: auto (bwrap when it works), bwrap (required), none."""
+
 
 @dataclass(frozen=True)
 class Resources:
@@ -51,6 +54,16 @@ class SandboxSpec:
 
 
 @dataclass(frozen=True)
+class ArtifactSpec:
+    """Files a job writes that the executor copies back once it ended, before its workdir goes
+    (`compute.artifacts.collect_artifacts`): `paths` relative to the workdir; `dest` the
+    kernel-owned directory they go to (`files/<path>`, `notes.json`)."""
+
+    paths: tuple[str, ...]
+    dest: Path
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One run of a command for one variant on one unit.
 
@@ -62,6 +75,8 @@ class JobSpec:
     timeout_s: seconds of wall time before the job and every descendant are killed.
     stdin_bytes: bytes written to the job's stdin (then closed); None: stdin is /dev/null.
     output_cap_bytes: bytes of stdout and of stderr kept on disk (the rest is read and dropped).
+    artifacts: files collected from `workdir` when the job ended (not when it was cancelled); None:
+        none.
     """
 
     job_id: str
@@ -73,6 +88,7 @@ class JobSpec:
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)
     stdin_bytes: bytes | None = None
     output_cap_bytes: int = OUTPUT_CAP_BYTES
+    artifacts: ArtifactSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +156,22 @@ class Executor(Protocol):
     """
 
     backend: str
-    """`local` or `slurm`: recorded with every job."""
+    """`local` or `slurm`: recorded with every job, never branched on (the capabilities below say
+    what differs)."""
+
+    jobs_outlive_kernel: bool
+    """True: a job keeps running when the kernel that submitted it dies (a scheduler's), and a
+    resumed kernel collects it with `reattach` instead of running it again. False: `reattach` kills
+    what a dead kernel left behind (call it when the kernel reopens) and those jobs run again."""
+
+    external_ids_are_pids: bool
+    """True: external ids are process ids on this machine (`job.started` records them as `pid`)."""
+
+    def probe_sandbox(self, mode: SandboxSetting) -> SandboxMode:
+        """The sandbox jobs will run under where this executor runs them, for `sandbox.mode`
+        `mode`. Raises SandboxError `sandbox.unavailable` when mode is bwrap and it does not work
+        there."""
+        ...
 
     def submit(self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None,
                on_result: OnResult | None = None) -> Batch: ...

@@ -1,4 +1,5 @@
-"""The one place a contract's `[compute]` becomes an executor: `local` or `slurm`."""
+"""The one place a contract's `[compute]` becomes an executor: `local` or `slurm`; and the local
+executor an agent's own processes run on."""
 
 from __future__ import annotations
 
@@ -46,3 +47,11 @@ def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None 
     from ratchet.compute.local import LocalExecutor
 
     return LocalExecutor(jobs_dir, k, pid_dir, compute.gpu_devices)
+
+
+def make_agent_executor(jobs_dir: Path) -> Executor:
+    """The executor of an agent's own processes (a command agent's legs): local, one job at a time,
+    whatever `compute.backend` (an agent talks to the kernel through files on this machine)."""
+    from ratchet.compute.local import LocalExecutor
+
+    return LocalExecutor(jobs_dir, 1)

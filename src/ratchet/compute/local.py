@@ -4,7 +4,8 @@ Each job runs in a new session (its own process group) with exactly its allow-li
 plus HOME and TMPDIR pointing at its private scratch directory (removed when the job ends). stdout
 and stderr stream to their files, capped at `spec.output_cap_bytes` each (the rest is read and
 dropped, so a job printing 100 MB costs the kernel no memory); `result.json` is written when the job
-ends. Those files are named by `core.jobfiles.JobFiles`, under `jobs_dir/<job_id>/`.
+ends, then the job's artifacts (`spec.artifacts`) are collected from its workdir. Those files are
+named by `core.jobfiles.JobFiles`, under `jobs_dir/<job_id>/`.
 
 At the timeout (or on `cancel`) the job is stopped: SIGTERM to its process group and every other
 process of the job (see `pids.job_processes`), JOB_KILL_GRACE_S later SIGKILL to whatever is left,
@@ -32,12 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ratchet.compute import pids
+from ratchet.compute.artifacts import collect_artifacts
 from ratchet.compute.base import (
     Batch,
     JobResult,
     JobSpec,
     OnResult,
     OnSubmit,
+    SandboxMode,
+    SandboxSetting,
     check_ids,
     run_jobs,
 )
@@ -45,7 +49,7 @@ from ratchet.compute.env import job_env  # noqa: F401  (re-exported: the executo
 from ratchet.compute.gpus import GpuPool, gpu_device_nodes, gpu_env
 from ratchet.compute.job_process import ExecutorLink, JobProcess
 from ratchet.compute.outcome import not_started, unknown_result, write_result
-from ratchet.compute.sandbox import wrap_argv
+from ratchet.compute.sandbox import resolve_mode, wrap_argv
 from ratchet.compute.streams import CappedOutput
 from ratchet.core.errors import RatchetError
 from ratchet.core.jobfiles import JobFiles
@@ -79,6 +83,8 @@ class LocalExecutor:
     """
 
     backend = "local"
+    jobs_outlive_kernel = False  # a job's pipes die with its kernel
+    external_ids_are_pids = True
 
     def __init__(self, jobs_dir: Path, max_parallel: int, pid_dir: Path | None = None,
                  gpus: Sequence[str | int] = ()):
@@ -193,6 +199,11 @@ class LocalExecutor:
                 thread.join()
         return [r for r in results if r is not None]
 
+    def probe_sandbox(self, mode: SandboxSetting) -> SandboxMode:
+        """The sandbox jobs run under on this machine (`sandbox.resolve_mode`). Raises SandboxError
+        `sandbox.unavailable` when mode is bwrap and bwrap does not work here."""
+        return resolve_mode(mode)
+
     def reattach(self, recorded: Mapping[str, str], on_result: OnResult | None = None) -> Batch:
         """A local job outlives no kernel usefully (its pipes died with it): kill every process of
         the recorded jobs (checked against their start marker, so a reused pid is spared) and
@@ -266,4 +277,6 @@ class LocalExecutor:
                 out.close()
             shutil.rmtree(scratch, ignore_errors=True)
         write_result(files.result, result)
+        if spec.artifacts is not None and result.state != "cancelled":
+            collect_artifacts(spec.workdir, spec.artifacts)
         return result

@@ -106,3 +106,13 @@ def write_result(path: Path, result: JobResult) -> None:
     data = dataclasses.asdict(result)
     data["stdout_path"] = str(result.stdout_path) if result.stdout_path else None
     write_exclusive(path, json.dumps(data, indent=1, sort_keys=True).encode())
+
+
+def read_result(path: Path) -> JobResult | None:
+    """The JobResult `write_result` stored at `path`; None when it is missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+        stdout_path = data.pop("stdout_path", None)
+        return JobResult(**data, stdout_path=Path(stdout_path) if stdout_path else None)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None

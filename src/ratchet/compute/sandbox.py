@@ -21,13 +21,9 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from ratchet.compute.base import SandboxMode
+from ratchet.compute.base import SandboxMode, SandboxSetting
 from ratchet.core.errors import SandboxError
-
-SandboxSetting = Literal["auto", "bwrap", "none"]
-"""`sandbox.mode` in the contract: auto (bwrap when it works), bwrap (required), none."""
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 """Bound read-only when they exist (a symlink such as /bin -> usr/bin is recreated as a symlink)."""

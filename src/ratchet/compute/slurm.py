@@ -9,7 +9,8 @@ array per round, the interval growing by BACKOFF_FACTOR per round from `poll_min
 (so a batch running T seconds costs at most `max_poll_rounds(T)` calls per array, however many
 tasks it has), until every task is in a terminal state; then the outcome file and the scheduler's
 word make the JobResult (`slurm_states.compose_result`), also written to
-`jobs_dir/<job_id>/result.json` as locally.
+`jobs_dir/<job_id>/result.json` as locally, and the job's artifacts (`spec.artifacts`) are
+collected from its workdir.
 sbatch gets `--export=NIL` (Slurm >= 20.11): the submitting environment (API keys) never reaches a
 node, and no login environment is loaded there either (`NONE` would run a login shell per task).
 `scheduler_calls` counts every sbatch, scontrol and scancel call.
@@ -33,21 +34,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ratchet.compute import slurm_task
+from ratchet.compute.artifacts import collect_artifacts
 from ratchet.compute.base import (
     TAIL_BYTES,
+    ArtifactSpec,
     Batch,
     JobResult,
     JobSpec,
     OnResult,
     OnSubmit,
     SandboxMode,
+    SandboxSetting,
     SandboxSpec,
     check_ids,
     run_jobs,
 )
 from ratchet.compute.env import default_path
 from ratchet.compute.outcome import write_result
-from ratchet.compute.sandbox import PROBE_TIMEOUT_S, SandboxSetting, wrap_argv
+from ratchet.compute.sandbox import PROBE_TIMEOUT_S, wrap_argv
 from ratchet.compute.slurm_states import (
     TaskRecord,
     compose_result,
@@ -82,13 +86,16 @@ class SchedulerError(RatchetError):
 
 @dataclass
 class _Task:
-    """One array task being waited for: its job, `<array_id>_<index>`, and its result once known."""
+    """One array task being waited for: its job, `<array_id>_<index>`, and its result once known;
+    the job's workdir and the artifacts collected from it when it ends."""
 
     job_id: str
     array_id: str
     index: int
     timeout_s: float
     log: Path | None = None  # Slurm's own output of the task (the wrapper's errors); None: unknown
+    workdir: Path | None = None
+    artifacts: ArtifactSpec | None = None
     result: JobResult | None = None
     missing_since: float | None = None
 
@@ -117,6 +124,8 @@ class SlurmExecutor:
     """
 
     backend = "slurm"
+    jobs_outlive_kernel = True  # the scheduler keeps running them
+    external_ids_are_pids = False
 
     def __init__(self, jobs_dir: Path, max_parallel: int, settings: SlurmSection | None = None):
         if max_parallel < 1:
@@ -162,7 +171,8 @@ class SlurmExecutor:
             for resources, group in groups.items():
                 array_id, tag = self._submit_array(wrapper, resources, group)
                 batch.arrays.append(array_id)
-                tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log") for i, s in enumerate(group)]
+                tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log", s.workdir, s.artifacts)
+                         for i, s in enumerate(group)]
                 for task in tasks:
                     self._known[task.job_id] = task.external_id
                     if on_submit is not None:
@@ -236,6 +246,8 @@ class SlurmExecutor:
         task = {"job_id": spec.job_id, "argv": list(spec.argv), "workdir": str(Path(spec.workdir).resolve()),
                 "env": env, "timeout_s": spec.timeout_s, "output_cap_bytes": spec.output_cap_bytes,
                 "stdin": spec.stdin_bytes is not None, "bwrap": bwrap, "gpus": spec.resources.gpus}
+        if spec.artifacts is not None:  # read back by `reattach`; the task itself ignores it
+            task["artifacts"] = {"paths": list(spec.artifacts.paths), "dest": str(spec.artifacts.dest)}
         files.task.write_text(json.dumps(task, indent=1))
         return job_dir
 
@@ -332,6 +344,8 @@ class SlurmExecutor:
         shutil.rmtree(files.scratch, ignore_errors=True)
         if files.dir.is_dir():
             write_result(files.result, result)
+        if task.artifacts is not None and task.workdir is not None and result.state != "cancelled":
+            collect_artifacts(task.workdir, task.artifacts)
         task.result = result
         if on_result is not None:
             on_result(result)
@@ -371,21 +385,29 @@ class SlurmExecutor:
     def reattach(self, recorded: Mapping[str, str], on_result: OnResult | None = None) -> Batch:
         """A batch of the recorded tasks (job_id -> `<array>_<index>`), running or finished, to be
         collected by `wait` without submitting anything; ids that are not Slurm task ids are left
-        out (the kernel runs those again). Timeouts come from each job's task.json."""
+        out (the kernel runs those again). Timeouts, workdirs and artifacts come from each job's
+        task.json."""
         tasks = []
         for job_id, external in recorded.items():
             array_id, sep, index = external.partition("_")
             if not (sep and array_id.isdigit() and index.isdigit()):
                 continue
-            timeout_s = 0.0
-            try:
-                timeout_s = float(json.loads(JobFiles.of(self.jobs_dir, job_id).task.read_text())["timeout_s"])
-            except (OSError, ValueError, KeyError):
-                pass
-            tasks.append(_Task(job_id, array_id, int(index), timeout_s))
+            tasks.append(self._reattached(job_id, array_id, int(index)))
             self._known[job_id] = external
             self._arrays.add(array_id)
         return Batch(tuple(t.job_id for t in tasks), _SlurmBatch(tasks, on_result, sorted({t.array_id for t in tasks})))
+
+    def _reattached(self, job_id: str, array_id: str, index: int) -> _Task:
+        """The task of a job a previous kernel submitted, as its task.json describes it (timeout 0
+        and no artifacts when it cannot be read)."""
+        try:
+            task = json.loads(JobFiles.of(self.jobs_dir, job_id).task.read_text())
+            timeout_s, workdir = float(task["timeout_s"]), Path(task["workdir"])
+            wanted = task.get("artifacts")
+            artifacts = ArtifactSpec(tuple(wanted["paths"]), Path(wanted["dest"])) if wanted else None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return _Task(job_id, array_id, index, 0.0)
+        return _Task(job_id, array_id, index, timeout_s, workdir=workdir, artifacts=artifacts)
 
     def cancel(self, ids: Iterable[str] | None = None) -> None:
         """scancel exactly the tasks of the named jobs (None: every array this executor submitted

@@ -3,7 +3,8 @@ arithmetic, the ledger's event schema and its reduction to a run's state, verify
 
 The contract: `contract.py` (with `contract_base.py`, `contract_agents.py`, `contract_llm.py`),
 `contract_load.py` (validating its bytes), `unsupported.py` (what this build cannot run), `inputs.py`
-(where a run reads its inputs), `jobenv.py` (the rule for a job's environment), `jobfiles.py` (the names of a job's files). Values:
+(where a run reads its inputs), `jobenv.py` (the rule for a job's environment), `jobfiles.py` (the
+names of a job's files). Values:
 `canonical.py` (canonical JSON, digests), `vocab.py` (closed sets), `errors.py` and
 `error_codes.py`. Deciding: `plan.py`, `gate.py`, `gate_design.py`, `reach.py`, `stats/`, `budget/`.
 The ledger's meaning: `events.py` (one line), `payloads.py` (each kind's data), `state.py` (the fold

@@ -5,22 +5,18 @@ agent records to that kernel once it is.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ratchet.agents.base import Agent
+from ratchet.compute.base import JobResult, JobSpec, run_jobs
 from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
-from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
-from ratchet.loop.kernel import Kernel
+from ratchet.loop.kernel import Kernel, agent_work_dir
 from ratchet.targets.examples import ExampleData
 from ratchet.workspace.git import Git
-
-AGENTS_TMP = "ratchet-agents"
-"""Under the system's temporary directory: command agents' workspaces, one folder per project."""
 
 EVENT_KEYS: Mapping[str, tuple[str, ...]] = {"agent.leg": ("attempt", "leg"),
                                              "agent.harvested": ("attempt", "leg", "use")}
@@ -54,6 +50,12 @@ class AgentLink:
         """Record an agent event once (see EVENT_KEYS)."""
         self._k().once(kind, dict(data), *EVENT_KEYS.get(kind, ("attempt",)))
 
+    def run_job(self, spec: JobSpec) -> JobResult:
+        """Run one job of the agent's own (a command agent's leg) to its end on the kernel's agent
+        executor (local, whatever `compute.backend`); its result."""
+        (result,) = run_jobs(self._k().agent_executor, [spec])
+        return result
+
     def budget_view(self) -> Mapping[str, Any]:
         """What an agent may read of the budget: each limited budget's use, limit, what is left and its
         unit (`core.budget.standing`)."""
@@ -67,11 +69,6 @@ class AgentLink:
         k = self._k()
         limit = k.contract.budget.max_wall_s
         return max(0.0, limit - k.state().budget_used.wall_s) if limit else None
-
-
-def agent_work_dir(root: Path) -> Path:
-    """Where a project's command agents work: outside the project, the same across a resume."""
-    return Path(tempfile.gettempdir()) / AGENTS_TMP / digest(str(root.resolve()))[7:23]
 
 
 def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: ExampleData | None = None) -> Agent:
@@ -90,7 +87,7 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         from ratchet.agents.command.factory import build_command_agent
 
         dev = [{"input": ex.input, "expected_output": ex.expected_output} for ex in data.split.dev] if data else None
-        return build_command_agent(contract, root, git, agent_work_dir(root), link.put_bytes, link.record,
+        return build_command_agent(contract, root, git, agent_work_dir(root), link.put_bytes, link.record, link.run_job,
                                    dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left)
     if kind == "llm":
         return _llm_agent(contract, root, view, link)

@@ -37,7 +37,7 @@ from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
 from ratchet.loop.measure import Progress
-from ratchet.loop.trial import TrialOutcome, run_plan, settings_for
+from ratchet.loop.trial import TrialOutcome, settings_for, walk_looks
 from ratchet.present.progress import CampaignUI
 from ratchet.present.status import final_verdict
 from ratchet.targets.base import Target
@@ -99,7 +99,7 @@ class Campaign:
             outcome = self._attempt(number)
             if outcome == "agent_stopped":
                 return "agent_stopped", None
-            stopped: BudgetStop | None = getattr(self.agent, "stopped_by_budget", None)
+            stopped = self.agent.stopped_by_budget
             if outcome == "budget_exhausted" and stopped is not None:
                 return self._budget_stop(stopped)
 
@@ -139,9 +139,8 @@ class Campaign:
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
         stop = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
-        agent_budget = getattr(self.agent, "budget_stop", None)  # an agent's own budget (model calls, tokens, USD)
-        if stop is None and agent_budget is not None:
-            stop = agent_budget()
+        if stop is None:
+            stop = self.agent.budget_stop()  # an agent's own budget (model calls, tokens, USD)
         return self._budget_stop(stop) if stop is not None else None
 
     def _budget_stop(self, stop: BudgetStop) -> tuple[str, str]:
@@ -176,7 +175,7 @@ class Campaign:
         if isinstance(action, GiveUp):
             self.k.once("attempt.gave_up", {"attempt": number, "reason": action.reason,
                                             "stops_campaign": action.stops_campaign}, "attempt")
-            if getattr(self.agent, "stopped_by_budget", None):
+            if self.agent.stopped_by_budget is not None:
                 self.ui.note(f"attempt {number}: {action.reason}")
                 return "budget_exhausted"
             if action.stops_campaign:
@@ -211,12 +210,11 @@ class Campaign:
         return action
 
     def _resumed(self, ctx: AgentContext, launched: list[dict[str, Any]]) -> Action | None:
-        """After a kernel restart mid-attempt: an agent that can pick its conversation up again
-        (`resume`) and whose last leg launched gets that launch replayed (finished jobs reused) and
-        is woken once; None otherwise (the attempt starts again, launch numbers continuing)."""
-        resume = getattr(self.agent, "resume", None)
+        """After a kernel restart mid-attempt: an agent that picks its conversation up again
+        (`Agent.resume`) and whose last leg launched gets that launch replayed (finished jobs reused)
+        and is woken once; None otherwise (the attempt starts again, launch numbers continuing)."""
         legs = [e.data for e in self.k.events_of("agent.leg") if e.data.get("attempt") == ctx.attempt]
-        if resume is None or not legs or not launched or not resume(ctx, legs, self.k.blobs.get_bytes):
+        if not legs or not launched or not self.agent.resume(ctx, legs, self.k.blobs.get_bytes):
             return None
         last = launched[-1]
         if last.get("refused") or not last.get("launch_blob"):
@@ -273,13 +271,13 @@ class Campaign:
                                 level_history(state, number), confirm=self.confirms)
         champion_tree = state.champion.tree or ""
         assert sub.tree is not None
-        outcome = self._measure("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"),
-                                levels.trial)
+        outcome = self._judge_stage("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"),
+                                    levels.trial)
         if outcome.decision.verdict != "accepted":
             return
         if self.confirms:
-            confirm = self._measure("confirm", number, trial, champion_tree, sub.tree,
-                                    self.target.looks("confirm", outcome.decision.units), levels.confirm)
+            confirm = self._judge_stage("confirm", number, trial, champion_tree, sub.tree,
+                                        self.target.looks("confirm", outcome.decision.units), levels.confirm)
             if confirm.decision.verdict != "accepted":
                 return
             outcome = confirm
@@ -304,21 +302,20 @@ class Campaign:
             return Decision.without_jobs("scope_violation", "; ".join(report.violations)[:1000], level)
         return None
 
-    def _measure(self, stage: Stage, number: int, trial: int, champion_tree: str, candidate_tree: str,
-                 looks: tuple[int, ...], level: float) -> TrialOutcome:
+    def _judge_stage(self, stage: Stage, number: int, trial: int, champion_tree: str, candidate_tree: str,
+                     looks: tuple[int, ...], level: float) -> TrialOutcome:
+        """Plan `stage` of attempt `number` (champion against candidate on `looks`), walk the plan at
+        `level` and record its verdict (`trial.judged`)."""
         plan = self.target.plan(stage, number, trial, champion_tree, candidate_tree, looks)
-        outcome = self._run_plan(plan, level, self._margin(stage))
+        outcome = walk_recorded_plan(self.k, self.target, plan, level, self._margin(stage), self.ui.jobs)
         self._judged(number, stage, outcome.decision, outcome)
         return outcome
-
-    def _run_plan(self, plan: Plan, level: float, margin: float = 0.0) -> TrialOutcome:
-        return measure_plan(self.k, self.target, plan, level, margin, self.ui.jobs)
 
     def _margin(self, stage: str) -> float:
         """The margin tested as the null (docs/gate.md): the larger of gate.min_effect and
         gate.min_effect_rel x |the mean of the champion this candidate faces|, as last measured
         (the preflight's for the baseline). 0 for the holdout. A resume uses the margin recorded with
-        the plan (measure_plan), never one computed from later events."""
+        the plan (walk_recorded_plan), never one computed from later events."""
         gate = self.contract.gate
         if stage == "holdout":
             return 0.0
@@ -360,11 +357,11 @@ class Campaign:
         champion = state.champion.tree or ""
         plan = self.target.plan("holdout", NO_ATTEMPT, 0, state.baseline.tree or "", champion,
                                 self.target.looks("holdout"))
-        outcome = self._run_plan(plan, self.contract.gate.alpha)
+        outcome = walk_recorded_plan(self.k, self.target, plan, self.contract.gate.alpha, 0.0, self.ui.jobs)
         runner = self.k.runner(self.target, self.ui.jobs)
         extras = self.target.holdout_extras(
             champion, outcome.results or {},
-            lambda jobs: runner.measure(jobs, attempt=NO_ATTEMPT, stage="holdout"))
+            lambda jobs: runner.measure_jobs(jobs, attempt=NO_ATTEMPT, stage="holdout"))
         self._judged(NO_ATTEMPT, "holdout", outcome.decision, outcome, **({"splits": extras} if extras else {}))
 
     def preflight(self) -> None:
@@ -392,8 +389,8 @@ def level_history(state: RunState, before: int) -> list[LevelOutcome]:
     return out
 
 
-def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
-                 progress: Progress | None = None) -> TrialOutcome:
+def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
+                       progress: Progress | None = None) -> TrialOutcome:
     """Record `trial.planned` for `plan` with its `level` and `margin` (once: a resume finds it, and
     judges with the margin recorded then) and walk its looks through the gate. Raises
     measure.Interrupted on Ctrl-C."""
@@ -405,7 +402,7 @@ def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: fl
     }, "attempt", "stage")
     level = planned.data.get("level", level)  # as recorded when the stage was first planned
     margin = planned.data.get("margin", margin)
-    return run_plan(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
+    return walk_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
 def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
@@ -430,7 +427,7 @@ def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
     if not jobs:
         return
     ui.note("preflight: measuring the baseline once")
-    results = k.runner(target, ui.jobs).measure(jobs, attempt=NO_ATTEMPT, stage="preflight")
+    results = k.runner(target, ui.jobs).measure_jobs(jobs, attempt=NO_ATTEMPT, stage="preflight")
     try:
         target.check_preflight(list(results.values()), k.run.jobs)
     except RatchetError as exc:

@@ -1,6 +1,6 @@
 """The kernel's effects for one run: the run directory, its lock, the ledger writer and index, the
-blob store, git, the executor, the sandbox and the cache (`loop.life` opens it for a new run or a
-resume).
+blob store, git, the executor, the agent's local executor, the sandbox and the cache (`loop.life`
+opens it for a new run or a resume).
 
 Everything the campaign loop touches on disk or in other processes goes through a `Kernel`.
 """
@@ -11,16 +11,18 @@ import datetime as dt
 import os
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from ratchet.compute.base import Executor, SandboxSpec
 from ratchet.compute.cache import MeasurementCache
 from ratchet.compute.env import sandbox_spec
-from ratchet.compute.factory import make_executor
-from ratchet.compute.sandbox import resolve_mode
+from ratchet.compute.factory import make_agent_executor, make_executor
+from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.events import EventKind
@@ -52,6 +54,18 @@ agent could predict would let it pick its units."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that stop a run cleanly: jobs killed, stop reason `interrupted`, exit 130, resumable."""
 
+AGENTS_TMP = "ratchet-agents"
+"""Under the system's temporary directory: command agents' workspaces and legs, one folder per project."""
+
+AGENT_JOBS_DIR = "legs"
+"""Under a project's agent work directory: `<job_id>/` of each job the agent executor ran (a
+command agent's legs)."""
+
+
+def agent_work_dir(root: Path) -> Path:
+    """Where a project's command agents work: outside the project, the same across a resume."""
+    return Path(tempfile.gettempdir()) / AGENTS_TMP / digest(str(root.resolve()))[7:23]
+
 
 def utc_now() -> dt.datetime:
     """The wall clock, timezone-aware UTC (the only clock the kernel reads)."""
@@ -61,7 +75,9 @@ def utc_now() -> dt.datetime:
 @dataclass
 class Kernel:
     """An open run: holds the lock until `close()`. `record` appends one ledger event (and keeps
-    the SQLite index in step); `state()` folds the ledger."""
+    the SQLite index in step); `state()` folds the ledger. `executor` runs the target's jobs on
+    `compute.backend`; `agent_executor` runs an agent's own processes (a command agent's legs) one
+    at a time on this machine, whatever the backend."""
 
     loaded: LoadedContract
     run: RunDir
@@ -71,6 +87,7 @@ class Kernel:
     blobs: BlobStore
     git: Git
     executor: Executor
+    agent_executor: Executor
     sandbox: SandboxSpec
     cache: MeasurementCache | None
     clock: Clock = utc_now
@@ -167,11 +184,12 @@ class Kernel:
             self._old_handlers[sig] = signal.signal(sig, handler)
 
     def close(self) -> None:
-        """Restore the stop signals' handlers, close the log, index and executor, release the lock."""
+        """Restore the stop signals' handlers, close the log, index and executors, release the lock."""
         for sig, old in self._old_handlers.items():
             signal.signal(sig, old)
         self._old_handlers.clear()
         self.executor.close()
+        self.agent_executor.close()
         self.index.close()
         self.log.close()
         self.lock.release()
@@ -182,16 +200,15 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     executor, sandbox (probed), cache, index (brought up to date), blobs, git and signer."""
     contract = loaded.contract
     executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids)
-    # On a cluster the nodes decide: a probe job checks bwrap there (recorded in run.started).
-    probe = getattr(executor, "probe_sandbox", None)
-    mode = probe(contract.sandbox.mode) if probe is not None else resolve_mode(contract.sandbox.mode)
+    mode = executor.probe_sandbox(contract.sandbox.mode)  # where the jobs run (a cluster's nodes); in run.started
     if mode == "none" and contract.sandbox.mode == "none":
         print("warning: sandbox.mode = 'none': jobs run without isolation from your files and network",
               file=sys.stderr)
     cache = MeasurementCache(loaded.root / RATCHET_DIR / "cache") if contract.target.cache else None
     index = Index(run.index)
     index.sync(log.events)
-    return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor,
+    agent_executor = make_agent_executor(agent_work_dir(loaded.root) / AGENT_JOBS_DIR)
+    return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor, agent_executor,
                   sandbox_spec(contract.sandbox, mode), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))
 

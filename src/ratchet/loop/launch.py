@@ -8,21 +8,17 @@ final measurement (`core.budget.launch_refusal`); otherwise no job runs and ever
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
-from pathlib import Path
 
 from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, MAX_LAUNCH_TIMEOUT_S, AgentContext, Launch, LaunchJob, LaunchResult
+from ratchet.compute.base import ArtifactSpec
+from ratchet.compute.outcome import read_result
 from ratchet.core.jobfiles import ARTIFACTS_DIR, JobFiles
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Progress
-from ratchet.targets.base import Task
 from ratchet.targets.benchmark import launch_jobs_target
-
-TAIL_CHARS = 4000
-"""Characters of a launched job's stdout and stderr tails handed back to the agent."""
 
 
 def launch_jobs(attempt: int, launch: int, action: Launch, champion_tree: str) -> list[PlannedJob]:
@@ -54,8 +50,9 @@ def refused_results(action: Launch, why: str) -> tuple[LaunchResult, ...]:
 def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
                progress: Progress | None = None) -> tuple[LaunchResult, ...]:
     """Run one `Launch` of attempt `ctx.attempt` (its `launch`-th); returns one LaunchResult per
-    job, in order. Jobs of one `group` run at most `max_parallel` at a time; a job's declared
-    artifacts are copied to `<run>/artifacts/<job_id>/` before its checkout is removed."""
+    job, in order, its state and value as measured and its exit code and tails from the job's
+    JobResult. Jobs of one `group` run at most `max_parallel` at a time; the executor collects a
+    job's declared artifacts into `<run>/artifacts/<job_id>/` before its checkout is removed."""
     jobs = launch_jobs(ctx.attempt, launch, action, ctx.champion_tree)
     asked = action.jobs[: len(jobs)]
     blob = kernel.blobs.put_json(launch_to_json(replace(action, jobs=tuple(asked))))
@@ -64,32 +61,24 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     by_id = {p.job_id: a for p, a in zip(jobs, asked, strict=True)}
     commands = {job_id: (a.command, min(a.timeout_s, MAX_LAUNCH_TIMEOUT_S)) for job_id, a in by_id.items()}
     envs = {job_id: dict(a.env) for job_id, a in by_id.items() if a.env}
-    target = launch_jobs_target(kernel.contract, kernel.sandbox, commands, envs)
-    collected: dict[str, Path] = {}
-
-    def collect(task: Task, checkout: Path) -> None:
-        wanted = by_id[task.job_id].artifacts
-        if wanted:
-            from ratchet.agents.command.artifacts import collect_artifacts
-
-            dest = kernel.run.root / ARTIFACTS_DIR / task.job_id
-            collect_artifacts(checkout, wanted, dest)
-            collected[task.job_id] = dest
-
+    artifacts = {job_id: ArtifactSpec(tuple(a.artifacts), kernel.run.root / ARTIFACTS_DIR / job_id)
+                 for job_id, a in by_id.items() if a.artifacts}
+    target = launch_jobs_target(kernel.contract, kernel.sandbox, commands, envs, artifacts)
     runner = kernel.runner(target, progress)
-    runner.after = collect
     measured = {}
     for batch in _batches(jobs, asked):
-        measured.update(runner.measure(batch, attempt=ctx.attempt, stage="launch"))
+        measured.update(runner.measure_jobs(batch, attempt=ctx.attempt, stage="launch"))
     results = []
     for planned, job in zip(jobs, asked, strict=True):
         m = measured[planned.job_id]
-        files = JobFiles.of(kernel.run.jobs, planned.job_id)
+        # A resume replaying the launch reuses its jobs from the ledger: their JobResults are those
+        # the executor stored when they ended.
+        ended = runner.results.get(planned.job_id) or read_result(JobFiles.of(kernel.run.jobs, planned.job_id).result)
         record = runner.done.get(planned.job_id, {})
-        dest = collected.get(planned.job_id) or kernel.run.root / ARTIFACTS_DIR / planned.job_id
+        dest = kernel.run.root / ARTIFACTS_DIR / planned.job_id
         results.append(LaunchResult(
-            name=job.name, state=m.state, exit_code=_exit_code(files.result), value=m.value,
-            stdout_tail=_tail(files.stdout), stderr_tail=_tail(files.stderr),
+            name=job.name, state=m.state, exit_code=ended.exit_code if ended else None, value=m.value,
+            stdout_tail=ended.stdout_tail if ended else "", stderr_tail=ended.stderr_tail if ended else "",
             artifacts_dir=str(dest) if job.artifacts and dest.is_dir() else None,
             elapsed_s=record.get("elapsed_s"),
         ))
@@ -112,19 +101,3 @@ def _batches(jobs: Sequence[PlannedJob], asked: Sequence[LaunchJob]) -> list[lis
         out += [[p for p, _ in group[i: i + cap]] for i in range(0, len(group), cap)]
     return out
 
-
-def _tail(path: Path, limit: int = TAIL_CHARS) -> str:
-    """The last `limit` bytes of a job's output file (seeking: the file may hold megabytes)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - limit))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _exit_code(result_file: Path) -> int | None:
-    try:
-        return json.loads(result_file.read_text()).get("exit_code")
-    except (OSError, ValueError):
-        return None

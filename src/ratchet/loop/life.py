@@ -106,10 +106,10 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
     except BaseException:
         lock.release()
         raise
-    # Jobs a crashed kernel started and never finished: local ones are killed now (their pipes died
-    # with that kernel) and run again; a scheduler's keep running and the runner re-attaches to them
-    # when the loop reaches them (Runner.measure), so none is submitted twice.
-    if kernel.executor.backend == "local":
+    # Jobs a crashed kernel started and never finished: those that die with their kernel (a local
+    # job's pipes did) are killed now and run again; those that outlive it (a scheduler's) are
+    # re-attached by the runner when the loop reaches them, so none is submitted twice.
+    if not kernel.executor.jobs_outlive_kernel:
         kernel.executor.reattach({job_id: str(ext) for job_id, ext in state.running_jobs.items() if ext is not None})
     return kernel
 

@@ -40,9 +40,9 @@ class Runner:
 
     done: job_id -> `job.finished` data already in the ledger (reused, never re-run); cache: the
     measurement cache (None: off); progress: see Progress; running: job_id -> external id of jobs a
-    previous kernel started and never saw finish (a scheduler's are collected, never resubmitted).
-    `after(task, checkout)`, when set, is
-    called once a task's job has ended, before its checkout is removed (an agent's artifacts).
+    previous kernel started and never saw finish (collected when they outlive their kernel, never
+    resubmitted). `results`: job_id -> the JobResult of each job this runner ran and saw end (jobs
+    reused from the ledger or the cache have none).
     """
 
     def __init__(self, *, git: Git, executor: Executor, target: Jobs, work_dir: Path, record: Record,
@@ -57,10 +57,10 @@ class Runner:
         self.done = dict(done or {})
         self.running = {job_id: str(ext) for job_id, ext in (running or {}).items() if ext is not None}
         self.progress = progress
-        self.after: Callable[[Task, Path], None] | None = None
+        self.results: dict[str, JobResult] = {}
         self._lock = threading.Lock()
 
-    def measure(self, jobs: Sequence[PlannedJob], *, attempt: int, stage: str) -> dict[str, UnitResult]:
+    def measure_jobs(self, jobs: Sequence[PlannedJob], *, attempt: int, stage: str) -> dict[str, UnitResult]:
         """Measure `jobs`; returns planned job_id -> UnitResult for every job. Raises Interrupted
         when the executor was cancelled (tasks that finished are recorded)."""
         out: dict[str, UnitResult] = {}
@@ -97,7 +97,7 @@ class Runner:
             data: dict[str, Any] = {"job_id": job_id, "attempt": attempt, "stage": stage, "variant": task.variant,
                                     "unit": task.jobs[0].unit, "external_id": external_id,
                                     "backend": self.executor.backend}
-            if self.executor.backend == "local":
+            if self.executor.external_ids_are_pids:
                 data["pid"] = int(external_id)
             self._record("job.started", data)
 
@@ -105,8 +105,7 @@ class Runner:
             if result.state == "cancelled":
                 return
             task = by_id[result.job_id]
-            if self.after is not None:
-                self.after(task, self.work_dir / task.job_id)
+            self.results[result.job_id] = result
             shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # while the other jobs run
             outcome = self.target.read(task, result)
             self._finished(outcome, attempt, stage)
@@ -116,7 +115,7 @@ class Runner:
 
         recorded = {t.job_id: self.running[t.job_id] for t in todo if t.job_id in self.running}
         results: list[JobResult] = []
-        if recorded and self.executor.backend != "local":
+        if recorded and self.executor.jobs_outlive_kernel:
             batch = self.executor.reattach(recorded, on_result)
             results += self.executor.wait(batch)
             todo = [t for t in todo if t.job_id not in batch.job_ids]

@@ -19,7 +19,7 @@ from ratchet.core.jobfiles import JobFiles
 from ratchet.core.plan import NO_ATTEMPT, PlannedJob, seed_draws
 from ratchet.core.stats.calibration import MIN_SEEDS, Noise, estimate_noise
 from ratchet.ledger.rundir import CALIBRATE_MODE, COMPARE_MODE
-from ratchet.loop.campaign import measure_plan, preflight, record_verdict
+from ratchet.loop.campaign import preflight, record_verdict, walk_recorded_plan
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.life import new_kernel, one_shot_interrupts, record_started, record_stopped
 from ratchet.loop.trial import TrialOutcome
@@ -56,7 +56,7 @@ def compare_trees(loaded: LoadedContract, base_commit: str, base_tree: str, cand
                   ui: CampaignUI) -> Comparison:
     """Record one comparison of `candidate_tree` against `base_tree` (a benchmark target) at level
     gate.alpha: attempt 1 submits the candidate, the baseline is preflighted, the trial is measured
-    and judged as a campaign's (`campaign.measure_plan`, `campaign.record_verdict`), the run stops
+    and judged as a campaign's (`campaign.walk_recorded_plan`, `campaign.record_verdict`), the run stops
     `compared`. No promotion, no confirmation, no holdout. Unit seeds derive from `compare_salt`, so
     the same pair compared again reuses the measurement cache.
 
@@ -80,7 +80,7 @@ def compare_trees(loaded: LoadedContract, base_commit: str, base_tree: str, cand
                 preflight(kernel, target, ui)
                 plan = target.plan("trial", COMPARED_ATTEMPT, 1, base_tree, candidate_tree, target.looks("trial"))
                 margin = margin_for_state(c.gate.min_effect, c.gate.min_effect_rel, kernel.state().champion_mean)
-                outcome = measure_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs)
+                outcome = walk_recorded_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs)
             decision = outcome.decision
         record_verdict(kernel, COMPARED_ATTEMPT, "trial", decision, outcome)
         record_stopped(kernel, "compared")
@@ -154,7 +154,7 @@ def _measure(kernel: Kernel, jobs: list[PlannedJob], ui: CampaignUI) -> dict[str
     shell = ShellJobs(command=c.target.command or "", metric=c.target.metric, seed_env=c.target.seed_env,
                       timeout_s=c.target.timeout_s, kind=c.target.kind, sandbox=kernel.sandbox,
                       exclude=c.hidden_paths, cache=False)
-    return kernel.runner(shell, ui.jobs).measure(jobs, attempt=NO_ATTEMPT, stage="calibrate")
+    return kernel.runner(shell, ui.jobs).measure_jobs(jobs, attempt=NO_ATTEMPT, stage="calibrate")
 
 
 def _pair(results: Mapping[str, UnitResult], unit: int) -> tuple[float, float] | None:

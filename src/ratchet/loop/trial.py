@@ -62,17 +62,17 @@ def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[
     return scores
 
 
-def run_plan(plan: Plan, target: Target, runner: Runner, settings: GateSettings) -> TrialOutcome:
+def walk_looks(plan: Plan, target: Target, runner: Runner, settings: GateSettings) -> TrialOutcome:
     """Measure `plan` of `target` through `runner` look by look until the gate decides. Raises
     measure.Interrupted on Ctrl-C."""
     results: dict[str, UnitResult] = {}
     retried: dict[int, UnitResult] = {}
     for look, upto in enumerate(plan.looks):
-        results.update(runner.measure(plan.jobs_for_look(look), attempt=plan.attempt, stage=plan.stage))
+        results.update(runner.measure_jobs(plan.jobs_for_look(look), attempt=plan.attempt, stage=plan.stage))
         decision = decide(unit_scores(plan, results, retried, upto), settings)
         if decision.verdict == "continue" and decision.reason == "champion_retry":
             retry = [retry_job(j, 1) for j in plan.jobs if j.variant == "champion" and j.unit in decision.retry_units]
-            again = runner.measure(retry, attempt=plan.attempt, stage=plan.stage)
+            again = runner.measure_jobs(retry, attempt=plan.attempt, stage=plan.stage)
             retried.update({j.unit: again[j.job_id] for j in retry})
             decision = decide(unit_scores(plan, results, retried, upto), settings)
         if decision.verdict != "continue":

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ratchet.compute.base import SandboxSpec
+from ratchet.compute.base import ArtifactSpec, SandboxSpec
 from ratchet.compute.factory import job_resources
 from ratchet.compute.outcome import stderr_excerpt
 from ratchet.core.budget import holdout_worst_case
@@ -111,10 +111,11 @@ class BenchmarkTarget(ShellJobs):
 
 
 def launch_jobs_target(contract: Contract, sandbox: SandboxSpec, commands: Mapping[str, tuple[str, float]],
-                       envs: Mapping[str, Mapping[str, str]] | None = None) -> ShellJobs:
-    """Shell jobs for an agent's own experiments: each job's own command, timeout and extra
-    variables, the target's metric read when printed, never cached."""
+                       envs: Mapping[str, Mapping[str, str]] | None = None,
+                       artifacts: Mapping[str, ArtifactSpec] | None = None) -> ShellJobs:
+    """Shell jobs for an agent's own experiments: each job's own command, timeout, extra variables
+    and artifacts, the target's metric read when printed, never cached."""
     t = contract.target
     return ShellJobs(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
                      kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=False, commands=commands,
-                     envs=envs, resources=job_resources(contract.compute))
+                     envs=envs, resources=job_resources(contract.compute), artifacts=artifacts)

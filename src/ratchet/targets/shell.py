@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ratchet.compute.base import JobResult, JobSpec, Resources, SandboxSpec
+from ratchet.compute.base import ArtifactSpec, JobResult, JobSpec, Resources, SandboxSpec
 from ratchet.compute.cache import cache_key
 from ratchet.compute.env import job_env
 from ratchet.core.plan import PlannedJob
@@ -78,12 +78,14 @@ class ShellJobs:
     timeout_s) overriding them (an agent's experiments; never cached). metric: the JSON key read
     from stdout (None: only the exit state counts). cache: whether measurements may be cached.
     envs: job_id -> extra variables Ratchet sets for that job (`SWEEP_INDEX` of an agent's array).
+    artifacts: job_id -> the files the executor collects from that job's checkout when it ends.
     """
 
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
                  sandbox: SandboxSpec, exclude: Sequence[str] = (), cache: bool = True,
                  commands: Mapping[str, tuple[str, float]] | None = None,
-                 envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None):
+                 envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None,
+                 artifacts: Mapping[str, ArtifactSpec] | None = None):
         self.command = command
         self.metric = metric
         self.seed_env = seed_env
@@ -95,6 +97,7 @@ class ShellJobs:
         self.commands = dict(commands or {})
         self.envs = dict(envs or {})
         self.resources = resources or Resources()
+        self.artifacts = dict(artifacts or {})
 
     def tasks(self, jobs: Sequence[PlannedJob]) -> list[Task]:
         """One task per planned job, same id."""
@@ -113,7 +116,8 @@ class ShellJobs:
         job = task.jobs[0]
         command, timeout_s = self._command(job)
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
-                       timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox)
+                       timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
+                       artifacts=self.artifacts.get(job.job_id))
 
     def read(self, task: Task, result: JobResult) -> TaskOutcome:
         """The metric from the job's stdout (its last JSON line), or why there is none."""

@@ -4,8 +4,8 @@
 The campaign does this through `loop/launch.py` (budget checks, the ledger); the agent tests here
 drive the agent directly so each hostile behaviour is seen in isolation: each job runs
 in a clean checkout of its tree, with `SWEEP_INDEX` in its environment, at most `max_parallel` jobs
-of one launch at a time; its declared artifacts are copied back by `collect_artifacts` after it
-ends and before its checkout is removed; its metric is read like a benchmark's. No budget is
+of one launch at a time; its declared artifacts are named in its JobSpec and copied back by the
+executor after it ends, before its checkout is removed; its metric is read like a benchmark's. No budget is
 charged here: the loop charges a launch's worst case before it runs.
 """
 
@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, Launch, LaunchJob, LaunchResult
-from ratchet.agents.command.artifacts import collect_artifacts
-from ratchet.compute.base import JobResult, SandboxSpec, run_jobs
+from ratchet.compute.base import ArtifactSpec, JobResult, SandboxSpec, run_jobs
 from ratchet.compute.local import LocalExecutor
 from ratchet.core.plan import PlannedJob
 from ratchet.targets.base import Task
@@ -56,24 +55,23 @@ def run_launch(project: Any, launch: Launch, number: int, attempt: int, s: Launc
             shutil.rmtree(checkout, ignore_errors=True)
             project.materialize_tree(launch.jobs[i].tree, checkout)
             job = launch.jobs[i]
+            collected = s.jobs_dir / "artifacts" / job_id
+            shutil.rmtree(collected, ignore_errors=True)
+            artifacts = {job_id: ArtifactSpec(job.artifacts, collected)} if job.artifacts else {}
             shell = ShellJobs(command=job.command, metric=s.metric, seed_env=s.seed_env, timeout_s=job.timeout_s,
-                              kind="benchmark", sandbox=s.sandbox, cache=False, envs={job_id: dict(job.env)})
+                              kind="benchmark", sandbox=s.sandbox, cache=False, envs={job_id: dict(job.env)},
+                              artifacts=artifacts)
             planned = PlannedJob(job_id, "experiment", job.tree or "", i, job.seed, 0, 0)  # type: ignore[arg-type]
             specs.append(shell.spec(Task(job_id, "experiment", planned.tree, (planned,)), checkout))
         with LocalExecutor(s.jobs_dir / "runs", parallel) as executor:
             ran = run_jobs(executor, specs)
         for i, spec, result in zip(indices, specs, ran, strict=True):
-            results[i] = _result(launch.jobs[i], result, spec.workdir, s)
+            results[i] = _result(launch.jobs[i], result, spec.artifacts.dest if spec.artifacts else None, s)
             shutil.rmtree(spec.workdir, ignore_errors=True)
     return tuple(results[i] for i in range(len(launch.jobs)))
 
 
-def _result(job: LaunchJob, result: JobResult, checkout: Path, s: LaunchSettings) -> LaunchResult:
-    collected = None
-    if job.artifacts:
-        collected = s.jobs_dir / "artifacts" / result.job_id
-        shutil.rmtree(collected, ignore_errors=True)
-        collect_artifacts(checkout, job.artifacts, collected)
+def _result(job: LaunchJob, result: JobResult, collected: Path | None, s: LaunchSettings) -> LaunchResult:
     stdout = ""
     if result.stdout_path is not None and result.stdout_path.exists():
         stdout = result.stdout_path.read_text("utf-8", "replace")

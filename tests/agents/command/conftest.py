@@ -1,10 +1,11 @@
 """Fixtures for the command agent: the offline example project as a real git repository, and a way
-to build a CommandAgent on it whose CLI is any shell script (real processes under bwrap)."""
+to build a CommandAgent on it whose CLI is any shell script (real processes under bwrap), its legs
+run on a local executor the fixture owns (as the kernel does)."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from ratchet.agents.base import Action, AgentContext
 from ratchet.agents.command.agent import CommandAgent
 from ratchet.agents.command.factory import build_command_agent
 from ratchet.commands.contract_file import load_contract
-from ratchet.compute.base import SandboxSpec
+from ratchet.compute.base import JobResult, JobSpec, SandboxSpec, run_jobs
+from ratchet.compute.local import LocalExecutor
 from ratchet.core.canonical import digest_bytes
 from ratchet.core.contract import Contract
 from ratchet.workspace.git import Git
@@ -48,11 +50,13 @@ class Recorder:
 
 @dataclass
 class AgentProject:
-    """The example project as a git repository, with helpers to run one attempt."""
+    """The example project as a git repository, with helpers to run one attempt. `legs`: the
+    local executor the agent's legs run on."""
 
     root: Path
     work: Path
     git: Git
+    legs: LocalExecutor
     recorder: Recorder = field(default_factory=Recorder)
 
     @property
@@ -72,7 +76,11 @@ class AgentProject:
 
     def agent(self, **kwargs: Any) -> CommandAgent:
         return build_command_agent(self.contract, self.root, self.git, self.work, self.recorder.blob,
-                                   self.recorder.record, **kwargs)
+                                   self.recorder.record, self.run_leg, **kwargs)
+
+    def run_leg(self, spec: JobSpec) -> JobResult:
+        (result,) = run_jobs(self.legs, [spec])
+        return result
 
     def context(self, attempt: int = 1) -> AgentContext:
         return AgentContext(attempt, self.git.tree_of("HEAD"), 0)
@@ -95,9 +103,9 @@ def _toml(value: Any) -> str:
 
 
 @pytest.fixture
-def agent_project(tmp_path: Path) -> AgentProject:
+def agent_project(tmp_path: Path) -> Iterator[AgentProject]:
     """examples/agent copied to tmp_path/"project" and committed; tmp_path/"work" is the
-    kernel's work directory (outside the project)."""
+    kernel's work directory (outside the project), its legs' job directories under work/legs."""
     root = tmp_path / "project"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
     git(root, "init", "-q", "-b", "main")
@@ -105,7 +113,8 @@ def agent_project(tmp_path: Path) -> AgentProject:
     git(root, "commit", "-qm", "baseline")
     work = tmp_path / "work"
     work.mkdir()
-    return AgentProject(root, work, Git(root))
+    with LocalExecutor(work / "legs", 1) as legs:
+        yield AgentProject(root, work, Git(root), legs)
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 channel `.ratchet-sys/` (docs/agents-command.md).
 
 Modules: `limits.py` (the kernel's limits), `workspace.py` (seeding and harvesting), `channel.py`
-(hardened file access), `requests.py` (validation of what the agent asks), `artifacts.py` (copied
-back from jobs), `messages.py` (prompt and wake texts, fenced data), `template.py` (the CLI's argv),
+(hardened file access), `requests.py` (validation of what the agent asks), `artifacts.py` (delivered
+into the channel), `messages.py` (prompt and wake texts, fenced data), `template.py` (the CLI's argv),
 `tool.py` (the `ratchet-sys` program, stdlib only), `factory.py` (the agent built from a contract),
 `agent.py` (`CommandAgent`).
 
@@ -12,9 +12,7 @@ the agent's CLI (under bubblewrap when the sandbox is used).
 """
 
 from ratchet.agents.command.agent import CommandAgent, CommandSetup
-from ratchet.agents.command.artifacts import collect_artifacts
 from ratchet.agents.command.messages import TaskView
 from ratchet.agents.command.workspace import Harvest, ScopeRules, create_workspace, harvest
 
-__all__ = ["CommandAgent", "CommandSetup", "Harvest", "ScopeRules", "TaskView", "collect_artifacts",
-           "create_workspace", "harvest"]
+__all__ = ["CommandAgent", "CommandSetup", "Harvest", "ScopeRules", "TaskView", "create_workspace", "harvest"]

@@ -11,13 +11,15 @@ channel:
 - nothing: the agent is woken once with a reminder (a nudge); a second time, the attempt ends
   `gave_up` (`GiveUp(stops_campaign=False)`).
 
-The CLI runs as one job of a private LocalExecutor: stdin /dev/null, only allow-listed variables
-(`pass_env` names copied from the operator's environment, nothing else of it), only its workspace
-writable, no network unless `network`, killed with all its descendants at the leg's time limit or
-when it exits. Without a working bwrap the agent is refused (SandboxError, exit 2).
+The CLI runs as one job on the local executor the kernel owns (whatever the trials' backend):
+stdin /dev/null, only allow-listed variables (`pass_env` names copied from the operator's
+environment, nothing else of it), only its workspace writable, no network unless `network`, killed
+with all its descendants at the leg's time limit or when it exits. Without a working bwrap the
+agent is refused (SandboxError, exit 2).
 
 Records go through two callbacks, never to the ledger directly: `record_blob(bytes) -> digest` for
 prompts, wake messages and requests; `record(kind, data)` for `agent.leg` and `agent.harvested`.
+Legs run through a third, `run_job(spec) -> JobResult`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, Literal
 
 from ratchet.agents.base import (
     Action,
+    Agent,
     AgentContext,
     GiveUp,
     Launch,
@@ -40,7 +43,7 @@ from ratchet.agents.base import (
     PastAttempt,
     Submit,
 )
-from ratchet.agents.command.artifacts import RESULTS_DIR, artifact_notes, deliver_artifacts
+from ratchet.agents.command.artifacts import RESULTS_DIR, deliver_artifacts
 from ratchet.agents.command.channel import Channel, ChannelError
 from ratchet.agents.command.limits import (
     CHANNEL_DIR,
@@ -52,9 +55,9 @@ from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake
 from ratchet.agents.command.requests import LaunchRequest, LegRequests, read_leg
 from ratchet.agents.command.template import read_cli_report, render_argv
 from ratchet.agents.command.workspace import ScopeRules, create_workspace, harvest
-from ratchet.compute.base import JobResult, JobSpec, SandboxSpec, run_jobs
+from ratchet.compute.artifacts import artifact_notes
+from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
 from ratchet.compute.env import default_path
-from ratchet.compute.local import LocalExecutor
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.core.contract import CommandAgentConfig
 from ratchet.core.errors import SandboxError
@@ -64,6 +67,10 @@ RecordBlob = Callable[[bytes], str]
 
 Record = Callable[[str, Mapping[str, Any]], None]
 """Record one event of kind `agent.leg` or `agent.harvested` with its data (JSON-ready)."""
+
+RunJob = Callable[[JobSpec], JobResult]
+"""Run one job to its end on the local executor the kernel owns, whatever the trials' backend;
+returns its result (the loop passes `AgentLink.run_job`)."""
 
 LegKind = Literal["start", "wake", "nudge"]
 """start: the attempt's first leg (the prompt). wake: after launches ran. nudge: after a leg that
@@ -89,7 +96,7 @@ TOOL_SOURCE = Path(__file__).with_name("tool.py")
 class CommandSetup:
     """What the kernel hands a command agent. config: `[agent.command]`. project: the project's
     Git (objects of candidate trees go there). rules: the scope. work_dir: a kernel-owned directory
-    outside the project (`a0001/` workspaces and `legs/` outputs go there). task: what the prompt
+    outside the project (`a0001/` workspaces go there). task: what the prompt
     says. dev_examples: an examples target's dev split (JSON-ready values), None otherwise."""
 
     config: CommandAgentConfig
@@ -117,10 +124,10 @@ class _Attempt:
     history: tuple[PastAttempt, ...] = ()
 
 
-class CommandAgent:
+class CommandAgent(Agent):
     """The Agent protocol over a coding-agent CLI (see the module docstring).
 
-    record_blob / record: see RecordBlob and Record. budget_view: returns what the agent may read
+    record_blob / record / run_job: see RecordBlob, Record and RunJob. budget_view: returns what the agent may read
     of the budget (shown by `ratchet-sys budget` and in wake messages), or None. wall_left: seconds
     `budget.max_wall` still allows (None: unlimited); a leg's limit is the smaller of it and
     `timeout_s`. environ: where `pass_env` values are read (default os.environ). bwrap: the
@@ -128,7 +135,7 @@ class CommandAgent:
     Raises SandboxError `agent.sandbox_unavailable` (exit 2) when bwrap does not work here.
     """
 
-    def __init__(self, setup: CommandSetup, record_blob: RecordBlob, record: Record, *,
+    def __init__(self, setup: CommandSetup, record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                  budget_view: Callable[[], Mapping[str, Any]] | None = None,
                  wall_left: Callable[[], float | None] | None = None,
                  environ: Mapping[str, str] | None = None, bwrap: str | None = None):
@@ -142,6 +149,7 @@ class CommandAgent:
         self.setup = setup
         self.record_blob = record_blob
         self.record = record
+        self.run_job = run_job
         self.budget_view = budget_view
         self.wall_left = wall_left
         self.environ = os.environ if environ is None else environ
@@ -259,9 +267,7 @@ class CommandAgent:
         spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(render_argv(template, values)),
                        workdir=att.workspace, env=self._env(att), timeout_s=timeout,
                        sandbox=SandboxSpec(mode="bwrap", network=cfg.network))
-        with LocalExecutor(self.setup.work_dir / "legs", max_parallel=1) as executor:
-            (result,) = run_jobs(executor, [spec])
-        return result
+        return self.run_job(spec)
 
     def _env(self, att: _Attempt) -> dict[str, str]:
         """The agent's complete environment: allow-listed values and the `pass_env` names."""

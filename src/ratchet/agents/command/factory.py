@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.command.agent import CommandAgent, CommandSetup, Record, RecordBlob
+from ratchet.agents.command.agent import CommandAgent, CommandSetup, Record, RecordBlob, RunJob
 from ratchet.agents.command.messages import TaskView
 from ratchet.agents.command.workspace import ScopeRules
 from ratchet.core.contract import Contract
@@ -52,7 +52,7 @@ def read_brief(root: Path, contract: Contract) -> str:
 
 
 def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: Path,
-                        record_blob: RecordBlob, record: Record, *,
+                        record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                         dev_examples: Sequence[Any] | None = None,
                         budget_view: Callable[[], Mapping[str, Any]] | None = None,
                         wall_left: Callable[[], float | None] | None = None,
@@ -66,5 +66,5 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
     rules = scope_rules(contract)
     task = TaskView(read_brief(root, contract), target_summary(contract), rules.allowed, rules.protected)
     setup = CommandSetup(cfg, project, rules, Path(work_dir), task, dev_examples)
-    return CommandAgent(setup, record_blob, record, budget_view=budget_view, wall_left=wall_left, environ=environ,
-                        bwrap=bwrap)
+    return CommandAgent(setup, record_blob, record, run_job, budget_view=budget_view, wall_left=wall_left,
+                        environ=environ, bwrap=bwrap)

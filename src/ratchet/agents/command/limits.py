@@ -7,6 +7,11 @@ The limits of every agent (a launched job's time, a submit's report and summary)
 from __future__ import annotations
 
 from ratchet.agents.base import MAX_LAUNCH_TIMEOUT_S, MAX_LAUNCHES_PER_ATTEMPT
+from ratchet.compute.artifacts import (  # noqa: F401  (the collector's limits, listed here with the others)
+    ARTIFACT_CAP_BYTES,
+    MAX_ARTIFACT_PATH_CHARS,
+    MAX_ARTIFACTS,
+)
 
 CHANNEL_DIR = ".ratchet-sys"
 """The channel folder at the top of an agent's workspace (never part of a candidate tree)."""
@@ -29,12 +34,6 @@ MAX_JOBS_PER_LEG = MAX_LAUNCHES_PER_SLEEP * MAX_ARRAY
 MAX_COMMAND_CHARS = 2000
 """Characters of a launched command."""
 
-MAX_ARTIFACTS = 8
-"""Artifacts declared per launch."""
-
-MAX_ARTIFACT_PATH_CHARS = 256
-"""Characters of one artifact path."""
-
 MAX_WHY_CHARS = 200
 """Characters of a launch's `why`."""
 
@@ -53,9 +52,6 @@ REQUEST_CAP_BYTES = 64 * 1024
 
 MAX_REQUEST_FILES = 64
 """Files of `requests/` read per leg; the others are removed unread, with a message."""
-
-ARTIFACT_CAP_BYTES = 1024 * 1024
-"""Bytes of one artifact copied back (a larger file is truncated, with a message)."""
 
 OUTPUT_TAIL_CHARS = 2000
 """Characters of a launched job's stdout and stderr tails shown in a wake message."""

@@ -21,7 +21,6 @@ from ratchet.agents.base import MAX_REPORT_CHARS, MAX_SUMMARY_CHARS
 from ratchet.agents.command.channel import Channel, ChannelError
 from ratchet.agents.command.limits import (
     MAX_ARRAY,
-    MAX_ARTIFACT_PATH_CHARS,
     MAX_ARTIFACTS,
     MAX_COMMAND_CHARS,
     MAX_LAUNCH_MINUTES,
@@ -32,24 +31,13 @@ from ratchet.agents.command.limits import (
     MAX_WHY_CHARS,
     REQUEST_CAP_BYTES,
 )
+from ratchet.compute.artifacts import check_artifact_path
 
 REQUESTS_DIR = "requests"
 SLEEP_MARKER = "sleep.json"
 SUBMIT_MARKER = "submit.json"
 
 NAME_RE = re.compile(rf"[A-Za-z0-9_.-]{{1,{MAX_NAME_CHARS}}}")
-
-
-def check_artifact_path(path: str) -> str:
-    """A relative path inside a job's tree: no absolute path, no empty, `.` or `..` component, no
-    NUL, no backslash, at most MAX_ARTIFACT_PATH_CHARS characters. Raises ValueError."""
-    if not path or len(path) > MAX_ARTIFACT_PATH_CHARS:
-        raise ValueError(f"an artifact path has 1 to {MAX_ARTIFACT_PATH_CHARS} characters")
-    if path.startswith("/") or "\0" in path or "\\" in path:
-        raise ValueError(f"artifact path {path[:80]!r} must be relative, without NUL or backslash")
-    if any(part in ("", ".", "..") for part in path.split("/")):
-        raise ValueError(f"artifact path {path[:80]!r} has an empty, '.' or '..' component")
-    return path
 
 
 class _Request(BaseModel):

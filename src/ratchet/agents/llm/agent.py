@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ratchet.agents.base import Action, AgentContext, GiveUp, LaunchResult, Submit
+from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, LaunchResult, Submit
 from ratchet.agents.llm.client import CallResult, ChatClient
 from ratchet.agents.llm.edits import ParsedReply, Scope, apply_edit_blocks, parse_edit_blocks, parse_solution
 from ratchet.agents.llm.evidence import ContextEvidence, Evidence
@@ -82,7 +82,7 @@ def llm_config(contract: Contract) -> LlmAgentConfig:
     return contract.agent.llm
 
 
-class LlmAgent:
+class LlmAgent(Agent):
     """The Agent protocol over a chat model.
 
     contract: the run's contract (`agent.llm` required); trees: the agent's view of the repository
@@ -99,7 +99,6 @@ class LlmAgent:
         self.client = client
         self.prompts = prompts
         self.evidence = evidence if evidence is not None else ContextEvidence()
-        self.stopped_by_budget: BudgetStop | None = None
 
     @classmethod
     def build(cls, contract: Contract, root: Path, trees: ListingTrees, budget: Account, journal: Journal,
