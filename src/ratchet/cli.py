@@ -290,7 +290,7 @@ def report(
 
     if attempt is not None:
         from ratchet.commands.attempt import attempt_report
-        from ratchet.present.evidence import render_attempt
+        from ratchet.present.report.attempt import render_attempt
 
         execute("report", as_json, debug, lambda: attempt_report(directory, run_id, attempt),
                 lambda r: render_attempt(out(), r))
@@ -348,7 +348,7 @@ def verify(
 ) -> None:
     """Check a run offline from its run directory: chain, blobs, plans, verdicts, budgets, signatures."""
     from ratchet.commands.verify import verify_run
-    from ratchet.present.evidence import render_verify
+    from ratchet.present.verification import render_verify
 
     execute("verify", as_json, debug, lambda: verify_run(directory, run_id, key),
             lambda r: render_verify(out(), err(), r))

@@ -12,7 +12,7 @@ from typing import Any
 from ratchet.core.errors import DataError, RatchetError
 from ratchet.core.state import fold
 from ratchet.ledger.blobs import BlobStore
-from ratchet.loop.evidence import attempt_ref
+from ratchet.loop.audit_trail import attempt_ref
 from ratchet.present.status import attempt_row
 from ratchet.workspace.git import Git
 

@@ -316,8 +316,8 @@ def _differences(prefix: list[UnitScore], settings: GateSettings) -> tuple[Any, 
 
 
 def look_test(settings: GateSettings) -> Any:
-    """The paired test `decide` runs at every look for these settings (stats.look_test.LookTest)."""
-    from ratchet.core.stats.look_test import LookTest
+    """The paired test `decide` runs at every look for these settings (stats.per_look.LookTest)."""
+    from ratchet.core.stats.per_look import LookTest
 
     return LookTest(
         settings.kind, settings.test, max(settings.level, 1e-300), settings.looks[-1], settings.seed,
@@ -374,7 +374,7 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     -> rejected/futility; at the last look -> rejected/not_significant; else continue. The p-value
     (labelled in p_value_kind) is exact McNemar / exact unconditional (binary), the sign-flip test or
     the betting test (continuous, settings.test) of H0: mean gain <= settings.margin; `bound` inverts
-    the same test at the deciding look's threshold (stats.look_test.LookTest).
+    the same test at the deciding look's threshold (stats.per_look.LookTest).
     Raises RatchetError `gate.too_few_units` (fewer complete units than looks[0]),
     `gate.too_many_units`, `gate.duplicate_unit`, `gate.bad_score` (binary score not 0/1, or a
     score outside settings.metric_range).

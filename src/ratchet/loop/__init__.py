@@ -6,7 +6,7 @@ interrupts), `campaign.py` (attempts until a stop reason, promotions, the holdou
 run directory, lock, ledger, blobs, git, executor, cache), `trial.py` (one plan through its looks),
 `measure.py` (the one runner: planned jobs onto the executor), `launch.py` (agents' own
 experiments), `agents.py` (the run's agent built from the contract, and its link to the kernel),
-`evidence.py` (what the loop keeps so that `ratchet verify` can check the run).
+`audit_trail.py` (what the loop keeps so that `ratchet verify` can check the run).
 
 Effects: those of a run, held by `kernel.py`: the run directory, ledger and blobs, git commits
 and branches, jobs on the executor and their checkouts, the run lock, signal handlers.

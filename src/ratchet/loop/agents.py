@@ -169,7 +169,7 @@ class LedgerEvidence:
         """The champion's mean as last measured (RunState.champion_mean: the preflight's, then each
         trial's champion side, then the promoted candidate's) and the units of the last trial that
         measured it, or None when it was never measured."""
-        from ratchet.agents.llm.evidence import ChampionFigures
+        from ratchet.agents.llm.briefing import ChampionFigures
 
         k = self.link._k()
         mean = k.state().champion_mean
@@ -180,7 +180,7 @@ class LedgerEvidence:
 
     def attempts(self, ctx: Any) -> list[Any]:
         """One summary per judged attempt, oldest first."""
-        from ratchet.agents.llm.evidence import AttemptSummary
+        from ratchet.agents.llm.briefing import AttemptSummary
         from ratchet.present.status import final_verdict
 
         out = []

@@ -32,7 +32,7 @@ from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
 from ratchet.ledger.rundir import champion_branch
-from ratchet.loop.evidence import check_recorded_plan, keep_attempt
+from ratchet.loop.audit_trail import check_recorded_plan, keep_attempt
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped

@@ -35,7 +35,7 @@ from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
 from ratchet.ledger.lock import acquire_lock, is_locked
 from ratchet.ledger.rundir import ONE_SHOT_MODES, RunDir, list_runs, new_run_id, open_run
-from ratchet.loop.evidence import versions
+from ratchet.loop.audit_trail import versions
 from ratchet.loop.kernel import SALT_ENV, Clock, Kernel, open_kernel, utc_now
 from ratchet.loop.measure import Interrupted
 from ratchet.targets.base import Target

@@ -2,9 +2,9 @@
 the dict `--json` prints (or the folded state) and draws it.
 
 `render.py` (command results: init, check, status; shared formats), `calibration.py` (`ratchet
-calibrate`), `evidence.py` (`ratchet verify`, `ratchet report --attempt`), `progress.py` (a
+calibrate`), `verification.py` (`ratchet verify`), `progress.py` (a
 campaign's live progress), `status.py` (the status result, built from the folded ledger), `watch.py`
-(`ratchet watch`'s frame), `report/` (report.md, the HTML report, plots).
+(`ratchet watch`'s frame), `report/` (report.md, the HTML report, plots, one attempt).
 
 Effects: writes to the terminal (stdout, stderr); the live views read the keyboard.
 """

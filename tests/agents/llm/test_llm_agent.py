@@ -14,7 +14,7 @@ from repo_fixture import make_bench_repo
 
 from ratchet.agents.base import AgentContext, GiveUp, Submit
 from ratchet.agents.llm.agent import BUDGET_STOP_PREFIX, LlmAgent, parse_directives
-from ratchet.agents.llm.evidence import AttemptSummary, ChampionFigures, DevFailure
+from ratchet.agents.llm.briefing import AttemptSummary, ChampionFigures, DevFailure
 from ratchet.agents.view import AgentTreeView
 from ratchet.core.budget import limits_of
 from ratchet.core.contract_load import parse_contract

@@ -19,9 +19,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, LaunchResult, Submit
+from ratchet.agents.llm.briefing import ContextEvidence, Evidence
 from ratchet.agents.llm.client import CallResult, ChatClient
 from ratchet.agents.llm.edits import ParsedReply, Scope, apply_edit_blocks, parse_edit_blocks, parse_solution
-from ratchet.agents.llm.evidence import ContextEvidence, Evidence
 from ratchet.agents.llm.prompts import PromptBuilder, load_templates
 from ratchet.agents.llm.records import Journal, Message
 from ratchet.agents.view import ListingTrees

@@ -18,8 +18,8 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
+from ratchet.agents.llm.briefing import AttemptSummary, ChampionFigures, DevFailure
 from ratchet.agents.llm.edits import Scope
-from ratchet.agents.llm.evidence import AttemptSummary, ChampionFigures, DevFailure
 from ratchet.agents.llm.records import Message
 from ratchet.core.contract import TargetSection
 from ratchet.core.contract_llm import PROMPT_KINDS, LlmAgentConfig, LlmPrompts

@@ -5,7 +5,7 @@
   Student t, descriptive);
 - `betting.py`: the anytime-valid betting test of a bounded mean (gate.test = "betting");
 - `tail_guard.py`: the harmful-tail guard of `guarded_sign_flip`;
-- `look_test.py`: the one test object a look runs, whichever gate.test and score kind;
+- `per_look.py`: the one test object a look runs, whichever gate.test and score kind;
 - `bounds.py`: the verdict's bound, the same test inverted at the deciding look's threshold;
 - `sequential.py`: looks, alpha spending across them, the futility rule;
 - `multiplicity.py`: the level of each attempt (online fallback) and its trial/confirmation split;

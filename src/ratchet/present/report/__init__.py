@@ -1,4 +1,5 @@
 """The run report: gathered once (`data.py`), said in shared sentences (`text.py`), written as
 report.md (`markdown.py`) or one self-contained HTML page (`html.py`, styled by `report.css`), with
-plots (`plots.py`, matplotlib). Plain values in, text out; effects: `plots.py` writes PNG files.
+plots (`plots.py`, matplotlib); one attempt in full (`attempt.py`, `ratchet report --attempt`).
+Plain values in, text out; effects: `plots.py` writes PNG files.
 """

@@ -1,5 +1,4 @@
-"""Human renderings of `ratchet verify` and `ratchet report --attempt` (the same dicts `--json`
-prints)."""
+"""The human rendering of `ratchet report RUN --attempt N` (the same dict `--json` prints)."""
 
 from __future__ import annotations
 
@@ -9,21 +8,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from ratchet.present.render import fmt_interval, fmt_num, fmt_p
-
-
-def render_verify(out: Console, err: Console, r: dict[str, Any]) -> None:
-    """`ratchet verify`: what was checked, then each failed check (code, event, what differed)."""
-    c = r["checked"]
-    shown = ", ".join(f"{n} {name}" for name, n in c.items())
-    if r["verified"]:
-        out.print(f"[green]verified[/] run [bold]{r['run_id']}[/]: {shown}; head {r['head']}")
-    else:
-        out.print(f"[red]NOT verified[/] run [bold]{r['run_id']}[/]: {len(r['findings'])} check(s) failed ({shown})")
-    for f in r["findings"]:
-        where = f"event {f['seq']}" if f["seq"] is not None else "run"
-        out.print(f"  [red]{escape(f['code'])}[/] at {where}: {escape(f['message'])}", soft_wrap=True)
-    for w in r["warnings"]:
-        err.print(f"[yellow]warning[/]: {escape(w)}")
 
 
 def render_attempt(out: Console, r: dict[str, Any]) -> None:
