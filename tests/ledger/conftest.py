@@ -29,7 +29,7 @@ def ts(seconds: float) -> str:
 def ev(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
     """(kind, data) built through the kind's payload model (core.payloads): the fixture cannot drift
     from what the kernel writes, since the same models refuse anything else on append."""
-    return kind, PAYLOADS[kind](**fields).model_dump()
+    return kind, PAYLOADS[kind](**fields).to_data()
 
 
 def _job(job_id: str, attempt: int, stage: str, variant: str, unit: int, value: float, cached: bool = False):

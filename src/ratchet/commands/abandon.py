@@ -16,6 +16,7 @@ from typing import Any
 
 from ratchet.compute.pids import kill_marked_under, kill_recorded
 from ratchet.core.errors import DataError
+from ratchet.core.payloads import RunAbandoned
 from ratchet.core.state import fold
 from ratchet.ledger.events import EventLog
 from ratchet.ledger.index import Index
@@ -51,12 +52,12 @@ def abandon_run(project_root: Path, run_id: str) -> dict[str, Any]:
                 )
             killed = kill_recorded(run.pids)
             kill_marked_under(run.jobs)
-            event = log.append("run.abandoned", {"pid": os.getpid(), "state_before": state.state}, utc_now())
+            log.append(RunAbandoned.kind, RunAbandoned(pid=os.getpid()).to_data(), utc_now())
         finally:
             log.close()
         with Index(run.index) as index:
             index.sync(list(log.events))
     finally:
         lock.release()
-    return {"run_id": run.run_id, "state_before": event.data["state_before"], "stop_reason": "abandoned",
+    return {"run_id": run.run_id, "state_before": state.state, "stop_reason": "abandoned",
             "killed_jobs": killed}

@@ -23,6 +23,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError, RatchetError
 from ratchet.core.gate_design import margin_for
+from ratchet.core.payloads import RunStopped
 from ratchet.core.plan import PlannedJob, seed_draws
 from ratchet.core.stats.calibration import (
     DEFAULT_POWER,
@@ -115,13 +116,13 @@ def _benchmark(loaded: LoadedContract, git: Git, rev: str | None, seeds: int, ef
         try:
             noise = _noise(values, kernel, results)
         except MeasurementError as exc:
-            kernel.record("run.stopped", {"stop_reason": "calibrated", "budget": None, "detail": exc.code})
+            kernel.record(RunStopped(stop_reason="calibrated", budget=None, detail=exc.code))
             raise
         table = [{"unit": job.unit, "seed": job.seed, "values": list(v) if v else None}
                  for job, v in zip(jobs[::REPEATS], values, strict=True)]
-        stopped = kernel.record("run.stopped", {"stop_reason": "calibrated", "budget": None, "detail": None,
-                                                "calibration": {"values": table, "noise": noise.to_json()}})
-        seconds = [float(r["elapsed_s"]) for r in kernel.state().finished_jobs.values()]
+        stopped = kernel.record(RunStopped(stop_reason="calibrated", budget=None, detail=None,
+                                           calibration={"values": table, "noise": noise.to_json()}))
+        seconds = [r.elapsed_s for r in kernel.state().finished_jobs.values()]
     finally:
         kernel.close()
     failed = sum(v is None for v in values)
@@ -157,7 +158,7 @@ def _measure(kernel: Kernel, jobs: list[PlannedJob], ui: CampaignUI) -> dict[str
     try:
         return kernel.runner(shell, ui.jobs).measure(jobs, attempt=ATTEMPT, stage="calibrate")
     except Interrupted:
-        kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "calibrate"})
+        kernel.record(RunStopped(stop_reason="interrupted", budget=None, detail="calibrate"))
         raise RatchetError("interrupted", "the calibration was interrupted; its jobs were killed",
                            hint="run `ratchet calibrate` again", exit_code=EXIT_INTERRUPTED) from None
 

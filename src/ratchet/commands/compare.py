@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ratchet.commands.run import open_project
 from ratchet.core.canonical import digest
 from ratchet.core.errors import EXIT_INTERRUPTED, RatchetError, UnsupportedError
 from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
+from ratchet.core.payloads import AttemptStarted, AttemptSubmitted, RunStopped, TrialJudged
 from ratchet.ledger.files import write_temp
 from ratchet.ledger.rundir import COMPARE_MODE
 from ratchet.loop.campaign import measure_plan, preflight, start_record
@@ -53,9 +54,9 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
     try:
         target = BenchmarkTarget(c, kernel.sandbox, salt)
         start_record(kernel, salt, base_commit, base_tree, target.reserve_units(), mode=COMPARE_MODE)
-        kernel.record("attempt.started", {"attempt": 1})
-        kernel.record("attempt.submitted", {"attempt": 1, "tree": cand_tree, "summary": f"{base} -> {candidate}",
-                                            "report_blob": None, "params": None})
+        kernel.record(AttemptStarted(attempt=1))
+        kernel.record(AttemptSubmitted(attempt=1, tree=cand_tree, summary=f"{base} -> {candidate}", report_blob=None,
+                                       params=None))
         if base_tree == cand_tree:
             outcome = None
             decision = Decision.without_jobs("no_change", "the two revisions have the same tree: nothing to measure",
@@ -68,13 +69,13 @@ def compare_revisions(directory: Path, base: str, candidate: str, ui: CampaignUI
                 margin = margin_for_state(c.gate.min_effect, c.gate.min_effect_rel, kernel.state().champion_mean)
                 outcome = measure_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs)
             except Interrupted:
-                kernel.record("run.stopped", {"stop_reason": "interrupted", "budget": None, "detail": "compare"})
+                kernel.record(RunStopped(stop_reason="interrupted", budget=None, detail="compare"))
                 raise RatchetError("interrupted", "the comparison was interrupted; its jobs were killed",
                                    hint="run it again: finished measurements are cached",
                                    exit_code=EXIT_INTERRUPTED) from None
             decision = outcome.decision
-        kernel.record("trial.judged", {"attempt": 1, "stage": "trial", **decision.to_json()})
-        kernel.record("run.stopped", {"stop_reason": "compared", "budget": None, "detail": None})
+        kernel.record(TrialJudged(attempt=1, stage="trial", **cast(dict[str, Any], decision.to_json())))
+        kernel.record(RunStopped(stop_reason="compared", budget=None, detail=None))
     finally:
         kernel.close()
     return {

@@ -8,13 +8,14 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ratchet.commands.preflight import sandbox_diagnosis
 from ratchet.commands.project import check_project
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.errors import EXIT_INTERRUPTED, DataError, MeasurementError
 from ratchet.core.inputs import uncommitted_warning
+from ratchet.core.payloads import RunResumed, RunStarted
 from ratchet.ledger.project_lock import sole_run
 from ratchet.ledger.rundir import champion_branch, ensure_ratchet_dir
 from ratchet.loop.agents import AgentLink, make_agent
@@ -89,7 +90,7 @@ def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None
         try:
             if data is not None:
                 started = kernel.find("run.started")
-                examples = (started.data.get("examples") or {}) if started else {}
+                examples = (cast(RunStarted, started.payload).examples or {}) if started else {}
                 refuse_other_checks_version(examples.get("checks_version"))
                 recorded = examples.get("fingerprint_blob")
                 check_same_dataset(kernel.blobs.get_json(recorded) if recorded else {}, data)
@@ -98,7 +99,7 @@ def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None
             raise
         salt = kernel.state().salt or ""
         target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
-        kernel.record("run.resumed", {"pid": _pid()})
+        kernel.record(RunResumed(pid=_pid()))
     link.bind(kernel)
     return _run(kernel, Campaign(kernel, agent, ui, target))
 

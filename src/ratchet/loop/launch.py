@@ -14,6 +14,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, AgentContext, Launch, LaunchJob, LaunchResult
+from ratchet.core.payloads import AgentLaunched
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Progress
@@ -64,8 +65,8 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     jobs = launch_jobs(ctx.attempt, launch, action, ctx.champion_tree)
     asked = action.jobs[: len(jobs)]
     blob = kernel.blobs.put_json(launch_to_json(replace(action, jobs=tuple(asked))))
-    kernel.once("agent.launched", {"attempt": ctx.attempt, "launch": launch, "jobs": [j.job_id for j in jobs],
-                                   "note": action.note[:2000], "launch_blob": blob}, "attempt", "launch")
+    kernel.once(AgentLaunched(attempt=ctx.attempt, launch=launch, jobs=[j.job_id for j in jobs],
+                              note=action.note[:2000], launch_blob=blob), "attempt", "launch")
     by_id = {p.job_id: a for p, a in zip(jobs, asked, strict=True)}
     commands = {job_id: (a.command, min(a.timeout_s, MAX_LAUNCH_TIMEOUT_S)) for job_id, a in by_id.items()}
     envs = {job_id: dict(a.env) for job_id, a in by_id.items() if a.env}
@@ -90,13 +91,13 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     for planned, job in zip(jobs, asked, strict=True):
         m = measured[planned.job_id]
         out_dir = kernel.run.jobs / planned.job_id
-        record = runner.done.get(planned.job_id, {})
+        record = runner.done.get(planned.job_id)
         dest = collected.get(planned.job_id) or kernel.run.root / ARTIFACTS_DIR / planned.job_id
         results.append(LaunchResult(
             name=job.name, state=m.state, exit_code=_exit_code(out_dir), value=m.value,
             stdout_tail=_tail(out_dir / "stdout"), stderr_tail=_tail(out_dir / "stderr"),
             artifacts_dir=str(dest) if job.artifacts and dest.is_dir() else None,
-            elapsed_s=record.get("elapsed_s"),
+            elapsed_s=record.elapsed_s if record is not None else None,
         ))
     return tuple(results)
 
