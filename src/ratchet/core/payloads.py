@@ -16,7 +16,7 @@ without it; every other field is always written (None as null).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -26,6 +26,8 @@ from ratchet.core.vocab import JobStage, RunMode, StopReason, Variant
 
 Json = Any
 """A JSON value kept as is (plan settings, a model call's record, per-example results)."""
+
+T = TypeVar("T")
 
 Number = int | float
 """A JSON number as read: an int stays an int (JSON cannot tell 1 from 1.0, and a reader shows the
@@ -364,6 +366,11 @@ MODELS: tuple[type[Payload], ...] = (
 
 PAYLOADS: Mapping[str, type[Payload]] = {model.kind: model for model in MODELS}
 """The payload model of every event kind."""
+
+
+def given(value: T | None | UnsetType) -> T | None:
+    """`value`, None when it is UNSET (its key was not in the line)."""
+    return None if value is UNSET else value
 
 
 def describe(model: type[Payload]) -> str:

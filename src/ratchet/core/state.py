@@ -10,9 +10,9 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
 from ratchet.core.events import Event
 from ratchet.core.payloads import (
@@ -34,6 +34,7 @@ from ratchet.core.payloads import (
     RunStopped,
     TrialJudged,
     TrialPlanned,
+    given,
 )
 from ratchet.core.vocab import RunStatus
 
@@ -165,9 +166,6 @@ class RunState:
         return next((a for a in self.attempts if a.attempt == number), None)
 
 
-T = TypeVar("T")
-
-
 def parse_ts(ts: str) -> dt.datetime:
     """An event's `ts` (ISO-8601 UTC text) as an aware datetime."""
     return dt.datetime.fromisoformat(ts)
@@ -177,11 +175,6 @@ def _interval(value: Any) -> tuple[float, float] | None:
     if isinstance(value, list | tuple) and len(value) == 2:
         return (value[0], value[1])
     return None
-
-
-def _given(value: T | None | UnsetType) -> T | None:
-    """`value`, None when it is UNSET (its key was not in the line)."""
-    return None if value is UNSET else value
 
 
 def _judgment(d: TrialJudged) -> Judgment:
@@ -340,7 +333,7 @@ class Folder:
     def on_job_started(self, d: JobStarted) -> None:
         job_id = d.job_id
         self.finished.pop(job_id, None)
-        self.running[job_id] = d.external_id or _given(d.pid)
+        self.running[job_id] = d.external_id or given(d.pid)
 
     def on_job_finished(self, d: JobFinished) -> None:
         job_id = d.job_id
@@ -367,7 +360,7 @@ class Folder:
             self.touch_attempt(judgment.attempt, confirm=judgment)
         elif judgment.stage == "trial":
             if d.champion_mean is not None and d.champion_mean is not UNSET:
-                self.champion_mean, self.champion_bound = d.champion_mean, _given(d.champion_lcb)
+                self.champion_mean, self.champion_bound = d.champion_mean, given(d.champion_lcb)
             self.judged_since_promotion.add(judgment.attempt)
             self.touch_attempt(
                 judgment.attempt,
@@ -379,7 +372,7 @@ class Folder:
                 p_value=judgment.p_value,
                 units=judgment.units,
                 level=judgment.level,
-                candidate_mean=_given(d.candidate_mean),
+                candidate_mean=given(d.candidate_mean),
             )
 
     def on_champion_promoted(self, d: ChampionPromoted) -> None:
