@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.core.errors import RatchetError
-from ratchet.core.payloads import ChampionPromoted, RunStarted, TrialJudged, given
+from ratchet.core.events import line_payload
+from ratchet.core.payloads import ChampionPromoted, RunStarted, RunStopped, TrialJudged, given
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.files import write_exclusive
@@ -105,10 +106,10 @@ def _stop_detail(raw: bytes, end: int) -> str | None:
     at = raw.rfind(_STOPPED, 0, end)
     while at != -1:
         start = raw.rfind(b"\n", 0, at) + 1
-        event = json.loads(raw[start:raw.index(b"\n", at)])
-        if event.get("kind") == "run.stopped":
-            detail = (event.get("data") or {}).get("detail")
-            return detail if isinstance(detail, str) else None
+        line = json.loads(raw[start:raw.index(b"\n", at)])
+        if isinstance(line, dict) and line.get("kind") == "run.stopped":
+            stopped = line_payload(line)
+            return stopped.detail if isinstance(stopped, RunStopped) else None
         at = raw.rfind(_STOPPED, 0, start)
     return None
 

@@ -88,6 +88,18 @@ class Event:
                               f"a {self.kind} payload: {exc}", TAMPER_HINT) from None
 
 
+def line_payload(line: Any) -> Payload | None:
+    """The payload of one parsed ledger line that was not verified (a fast path reading one line
+    or a live tail): None when `line` is not an event object of a known kind or its data does not
+    read as that kind's model."""
+    if not isinstance(line, dict) or line.get("kind") not in EVENT_KINDS or not isinstance(line.get("data"), dict):
+        return None
+    try:
+        return read_payload(line["kind"], line["data"])
+    except msgspec.ValidationError:
+        return None
+
+
 @dataclass(frozen=True)
 class Torn:
     """A torn last line: 1-based `line`, byte `offset` where it starts, `length` bytes to drop."""
