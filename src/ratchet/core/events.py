@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import msgspec
@@ -76,16 +75,21 @@ class Event:
     prev: str
     data: dict[str, Any]
     digest: str
+    _payload: Payload | None = field(default=None, compare=False, repr=False)
 
-    @cached_property
+    @property
     def payload(self) -> Payload:
         """The event's data as its kind's model (core.payloads), built on first use. Raises
         LedgerError `ledger.malformed` when a key holds a wrong type or a required key is missing."""
-        try:
-            return read_payload(self.kind, self.data)
-        except msgspec.ValidationError as exc:
-            raise LedgerError("ledger.malformed", f"event {self.seq} ({self.kind}): its data does not read as "
-                              f"a {self.kind} payload: {exc}", TAMPER_HINT) from None
+        payload = self._payload
+        if payload is None:
+            try:
+                payload = read_payload(self.kind, self.data)
+            except msgspec.ValidationError as exc:
+                raise LedgerError("ledger.malformed", f"event {self.seq} ({self.kind}): its data does not read "
+                                  f"as a {self.kind} payload: {exc}", TAMPER_HINT) from None
+            object.__setattr__(self, "_payload", payload)  # a cache: the event stays what it was
+        return payload
 
 
 def line_payload(line: Any) -> Payload | None:
