@@ -239,7 +239,7 @@ class Folder:
         self.evaluations = 0
         self.cpu_hours = 0.0
         self.gpu_hours = 0.0
-        self.wall_s = 0.0
+        self.last_ts: str | None = None  # ts of the last event counted in a session
         self.session_start: dt.datetime | None = None
         self.closed_wall_s = 0.0
         self.handlers: dict[str, Any] = {}
@@ -263,15 +263,20 @@ class Folder:
         self.track_wall(event)
 
     def track_wall(self, event: Event) -> None:
-        if event.kind in ("ledger.repaired", "run.abandoned"):
+        kind = event.kind
+        if kind == "ledger.repaired" or kind == "run.abandoned":
             return  # written while no kernel ran (a resume's repair, an abandon): the downtime is no session's
-        when = parse_ts(event.ts)
-        if event.kind in ("run.started", "run.resumed"):
-            self.closed_wall_s = self.wall_s
-            self.session_start = when
-        if self.session_start is not None:
-            elapsed = max((when - self.session_start).total_seconds(), 0.0)
-            self.wall_s = self.closed_wall_s + elapsed
+        if kind == "run.started" or kind == "run.resumed":
+            self.closed_wall_s = self.wall()
+            self.session_start = parse_ts(event.ts)
+        self.last_ts = event.ts  # parsed only when asked (wall): the seconds depend on the last event alone
+
+    def wall(self) -> float:
+        """Wall seconds so far: the closed sessions', plus the current one's up to the last event
+        counted."""
+        if self.session_start is None or self.last_ts is None:
+            return self.closed_wall_s
+        return self.closed_wall_s + max((parse_ts(self.last_ts) - self.session_start).total_seconds(), 0.0)
 
     def on_run_started(self, d: RunStarted) -> None:
         ref = TreeRef(d.baseline.commit, d.baseline.tree)
@@ -444,7 +449,7 @@ class Folder:
             promotions=self.promotions,
             attempts=self._attempt_states(),
             holdout=self.holdout,
-            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall_s),
+            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall()),
             finished_jobs=MappingProxyType(dict(self.finished) if jobs else {}),
             running_jobs=MappingProxyType(dict(self.running) if jobs else {}),
             last_attempt=self.last_attempt,
