@@ -30,12 +30,9 @@ NOT_YET_TYPED = {
     ("core/audit.py", "compare_decision"),
     ("core/audit_view.py", "Judged.get"),
     ("core/audit_view.py", "read_view"),
-    ("present/watch.py", "current_trial"),
-    ("present/watch.py", "latest_launch"),
-    ("commands/watch.py", "run_facts"),
 }
-"""Readers still on raw JSON (verify's view of a run, the live view of an unverified tail): each
-is to read payloads; the list may only shrink."""
+"""Readers still on raw JSON (verify's view of a run): each is to read payloads; the list may only
+shrink."""
 
 
 class _DataReads(ast.NodeVisitor):
