@@ -241,7 +241,8 @@ class TrialPlanned(Payload, frozen=True, kw_only=True):
     plan_digest: str
     plan_blob: str
     level: Number
-    margin: Number = 0.0
+    margin: Number | UnsetType = UNSET
+    """The margin tested as the null (always written; UNSET in runs recorded before it was)."""
     looks: list[int]
     jobs: int
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
+from msgspec import UNSET
+
 from ratchet.agents.base import (
     MAX_JOBS_PER_LAUNCH,
     MAX_LAUNCHES_PER_ATTEMPT,
@@ -429,7 +431,8 @@ def measure_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: fl
         attempt=plan.attempt, trial=plan.trial, stage=plan.stage, plan_digest=plan.digest, plan_blob=blob,
         level=level, margin=margin, looks=list(plan.looks), jobs=len(plan.jobs),
     ), "attempt", "stage").payload)
-    level, margin = planned.level, planned.margin  # as recorded when the stage was first planned
+    level = planned.level  # as recorded when the stage was first planned
+    margin = margin if planned.margin is UNSET else planned.margin
     return run_plan(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
