@@ -260,16 +260,16 @@ class Folder:
             handler = self.handlers[event.kind] = getattr(self, "on_" + event.kind.replace(".", "_"))
         handler(event.payload)
         self.last_seq = event.seq
-        self.track_wall(event)
-
-    def track_wall(self, event: Event) -> None:
+        # Wall clock: a repair or an abandon is written while no kernel ran (the downtime is no
+        # session's); a timestamp is parsed only at a session's start and when asked (wall), as
+        # the seconds depend on the last event counted alone.
         kind = event.kind
         if kind == "ledger.repaired" or kind == "run.abandoned":
-            return  # written while no kernel ran (a resume's repair, an abandon): the downtime is no session's
+            return
         if kind == "run.started" or kind == "run.resumed":
             self.closed_wall_s = self.wall()
             self.session_start = parse_ts(event.ts)
-        self.last_ts = event.ts  # parsed only when asked (wall): the seconds depend on the last event alone
+        self.last_ts = event.ts
 
     def wall(self) -> float:
         """Wall seconds so far: the closed sessions', plus the current one's up to the last event
