@@ -216,8 +216,11 @@ def realistic_events(n_events: int, seed: int = 0) -> Iterator[tuple[str, dict[s
                     "branch": f"ratchet/{RUN_ID}/champion",
                 },
             )
+    launch = 0
     while emitted < n_events - 1:  # pad with an agent's own experiments up to the exact count
-        yield emit("agent.launched", {"attempt": attempt - 1, "jobs": 1, "note": "probe"})
+        launch += 1
+        yield emit("agent.launched", {"attempt": attempt - 1, "launch": launch, "jobs": [f"probe-{launch}"],
+                                      "note": "probe"})
     yield emit("run.stopped", {"stop_reason": "budget_exhausted", "budget": "max_attempts", "detail": None})
 
 

@@ -126,6 +126,21 @@ def test_the_ledger_page_lists_every_event_kind_and_every_closed_set_value():
     assert not missing, f"docs/ledger.md does not list: {missing}"
 
 
+def test_the_ledger_page_says_what_each_event_kind_records_and_its_keys_as_the_models_define_them():
+    from ratchet.core.payloads import MODELS, data_keys, describe
+
+    rows = {}
+    for line in (REPO / "docs" / "ledger.md").read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.split("|")[1:-1]]
+        if len(cells) == 3 and cells[0].startswith("`") and "." in cells[0]:
+            rows[cells[0].strip("`")] = (cells[1], {key.strip().strip("`") for key in cells[2].split(",")})
+    for model in MODELS:
+        assert model.kind in rows, f"docs/ledger.md has no row for {model.kind}"
+        text, keys = rows[model.kind]
+        assert text == describe(model).replace("|", "/"), f"{model.kind}: the page says {text!r}"
+        assert keys == set(data_keys(model)), f"{model.kind}: the page lists {sorted(keys)}"
+
+
 def test_the_budgets_page_has_a_row_for_every_budget_and_shows_refusals_as_the_code_writes_them():
     from ratchet.commands.contract_file import load_contract
     from ratchet.core.budget import BUDGET_NAMES, Account, Charge, exhausted

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from payload_data import ev
 
 from ratchet.core.events import LEDGER_FORMAT
-from ratchet.core.payloads import PAYLOADS
 from ratchet.ledger.events import EventLog
 from ratchet.ledger.rundir import RunDir
 
@@ -24,12 +24,6 @@ T0 = dt.datetime(2026, 11, 30, 6, 36, 50, tzinfo=dt.UTC)
 def ts(seconds: float) -> str:
     """An ISO-8601 UTC timestamp `seconds` after T0."""
     return (T0 + dt.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-
-
-def ev(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
-    """(kind, data) built through the kind's payload model (core.payloads): the fixture cannot drift
-    from what the kernel writes, since the same models refuse anything else on append."""
-    return kind, PAYLOADS[kind](**fields).model_dump()
 
 
 def _job(job_id: str, attempt: int, stage: str, variant: str, unit: int, value: float, cached: bool = False):

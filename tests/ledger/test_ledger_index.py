@@ -6,6 +6,7 @@ import dataclasses
 import sqlite3
 
 import pytest
+from payload_data import started
 
 from ratchet.core.errors import LedgerError
 from ratchet.core.state import fold
@@ -65,7 +66,7 @@ def test_sync_adds_new_events_and_rebuilds_a_disagreeing_index(run_dir, events, 
         expected = index.dump()
     other_log = tmp_path / "other.jsonl"
     with EventLog.open(other_log) as log:
-        log.append("run.started", {"run_id": "other"}, NOW)
+        log.append("run.started", started("other"), NOW)
     with Index(run_dir.index) as index:
         assert index.sync(read_events(other_log)) == 1
         assert index.query_meta()["run_id"] == "other"

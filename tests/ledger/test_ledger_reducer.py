@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from payload_data import judged, started
 
+from ratchet.core.errors import LedgerError
 from ratchet.core.state import Champion, RunState, TreeRef, fold
 from ratchet.ledger.events import EventLog, read_events
 
@@ -98,18 +100,18 @@ def test_jobs_started_and_not_finished_are_running(events):
     interrupted = fold(upto(events, "run.stopped"))
     assert interrupted.state == "interrupted" and interrupted.stop_reason == "interrupted"
     assert dict(interrupted.running_jobs) == {"j6": 4242}
-    assert "j6" not in interrupted.finished_jobs and interrupted.finished_jobs["j5"]["value"] == 0.7
+    assert "j6" not in interrupted.finished_jobs and interrupted.finished_jobs["j5"].value == 0.7
     resumed = fold(upto(events, "run.resumed"))
     assert resumed.state == "running" and resumed.stop_reason is None and resumed.sessions == 2
     assert dict(resumed.running_jobs) == {"j6": 4242}
     final = fold(events)
-    assert dict(final.running_jobs) == {} and final.finished_jobs["j6"]["units_charged"] == 1
+    assert dict(final.running_jobs) == {} and final.finished_jobs["j6"].units_charged == 1
 
 
 def test_an_open_trial_is_the_last_plan_not_yet_judged(events):
-    assert fold(upto(events, "trial.planned", 2)).open_trial["stage"] == "confirm"
+    assert fold(upto(events, "trial.planned", 2)).open_trial.stage == "confirm"
     assert fold(upto(events, "trial.judged", 1)).open_trial is None
-    assert fold(upto(events, "trial.planned", 3)).open_trial["attempt"] == 2
+    assert fold(upto(events, "trial.planned", 3)).open_trial.attempt == 2
 
 
 def test_a_promotion_resets_the_count_of_trials_without_one(events):
@@ -120,7 +122,7 @@ def test_a_promotion_resets_the_count_of_trials_without_one(events):
 
 def test_a_final_stop_names_the_exhausted_budget(run_dir):
     with EventLog.open(run_dir.events) as log:
-        log.append("run.started", {"run_id": "r", "baseline": {"commit": "c", "tree": "t"}}, NOW)
+        log.append("run.started", started("r"), NOW)
         log.append(
             "run.stopped", {"stop_reason": "budget_exhausted", "budget": "max_attempts", "detail": None}, NOW
         )
@@ -132,17 +134,30 @@ def test_a_final_stop_names_the_exhausted_budget(run_dir):
     )
 
 
-def test_missing_and_extra_keys_are_tolerated(run_dir):
+def test_extra_keys_are_ignored_and_missing_optional_keys_read_as_their_defaults(run_dir):
     with EventLog.open(run_dir.events) as log:
         log.append("ledger.repaired", {"line": 1, "truncated_bytes": 9}, NOW)
-        log.append("run.started", {"run_id": "r", "new_field": [1]}, NOW)
-        log.append("attempt.started", {}, NOW)
-        log.append("trial.judged", {"stage": "trial", "verdict": "rejected", "attempt": 7}, NOW)
-        log.append("job.finished", {"job_id": "j", "units_charged": None, "cpu_s": None}, NOW)
-    state = fold(read_events(run_dir.events))
-    assert state.repairs == 1 and state.baseline == TreeRef(None, None)
+        data = {**started("r"), "new_field": [1]}
+        del data["holdout_reserve"], data["ledger_format"]  # keys an older build did not write
+        log.append("run.started", data, NOW)
+        log.append("attempt.started", {"attempt": 7}, NOW)
+        log.append("attempt.gave_up", {"attempt": 7, "reason": "old", "surprise": 1}, NOW)
+        log.append("trial.judged", judged(7, "rejected"), NOW)
+    events = read_events(run_dir.events)
+    state = fold(events)
+    assert state.repairs == 1 and state.baseline == TreeRef("c", "t") and state.holdout_reserve == 0
+    assert events[1].payload.ledger_format == 1
     assert state.attempt(7).verdict == "rejected" and state.budget_used.attempts == 1
-    assert state.budget_used.evaluations == 0
+    assert state.attempt(7).stops_campaign  # a give-up recorded before `stops_campaign` ended the campaign
+
+
+def test_a_missing_required_key_is_a_malformed_event_named_by_its_seq(run_dir):
+    with EventLog.open(run_dir.events) as log:
+        log.append("run.started", started("r"), NOW)
+        log.append("job.finished", {"job_id": "j", "units_charged": None, "cpu_s": None}, NOW)
+    with pytest.raises(LedgerError) as caught:
+        fold(read_events(run_dir.events))
+    assert caught.value.code == "ledger.malformed" and "event 1 (job.finished)" in caught.value.message
 
 
 def test_the_state_is_frozen(events):
@@ -166,7 +181,7 @@ def test_the_state_after_each_event_lists_every_attempt_as_it_stands(events, run
     with EventLog.open(run_dir.events) as log:
         for number in (3, 1, 2):
             log.append("attempt.started", {"attempt": number}, NOW)
-            log.append("trial.judged", {"stage": "trial", "verdict": "rejected", "attempt": 1}, NOW)
+            log.append("trial.judged", judged(1, "rejected"), NOW)
     for ledger in (events, read_events(run_dir.events)):
         folder = Folder()
         for i, event in enumerate(ledger):

@@ -23,10 +23,10 @@ def test_each_checkout_is_gone_when_its_job_is_recorded_finished_and_nothing_is_
         work = kernel.run.root / "work"
         checkout_left: dict[str, bool] = {}
 
-        def record(kind: str, data: Any) -> None:
-            if kind == "job.finished":
-                checkout_left[data["job_id"]] = (work / data["job_id"]).exists()
-            kernel.record(kind, data)
+        def record(payload: Any) -> None:
+            if payload.kind == "job.finished":
+                checkout_left[payload.job_id] = (work / payload.job_id).exists()
+            kernel.record(payload)
 
         runner = Runner(git=kernel.git, executor=kernel.executor, target=target, work_dir=work, record=record)
         plan = target.plan("trial", 1, 1, champion, candidate, (3,))

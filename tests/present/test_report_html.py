@@ -15,6 +15,7 @@ import repo_fixture
 from helpers import ratchet
 from repo_fixture import git
 
+from ratchet.core.payloads import ChampionPromoted
 from ratchet.present.report.data import AttemptDetail, ReportData, budget_timeline, champion_trees
 from ratchet.present.report.html import render_html
 
@@ -79,7 +80,8 @@ def test_budget_timeline_sums_like_the_reducer(finished_run):
 
 
 def test_each_attempt_is_diffed_against_the_champion_of_its_time():
-    promotions = [{"attempt": 2, "tree": "T2"}, {"attempt": 4, "tree": "T4"}]
+    promotions = [ChampionPromoted(attempt=n, commit="c", tree=f"T{n}", estimate=None, interval=None, mean=None,
+                                   lcb=None, branch="b") for n in (2, 4)]
     assert champion_trees([1, 2, 3, 4, 5], promotions, "T0") == {1: "T0", 2: "T0", 3: "T2", 4: "T2", 5: "T4"}
 
 

@@ -17,17 +17,28 @@ from helpers import ratchet, set_contract
 from repo_fixture import make_bench_repo
 
 from ratchet.commands.watch import tail_events
+from ratchet.core.payloads import PAYLOADS
 from ratchet.present.watch import build_frame, current_trial, latest_launch
 
 PANE_WAIT_S = 60.0
 """How long a tmux test waits for text to appear in the pane (a generous bound, not a timing claim)."""
 
 
-def _ev(kind: str, **data) -> dict:
-    return {"kind": kind, "data": data}
+FILLERS = {
+    "attempt.submitted": {"tree": "t", "summary": "s", "report_blob": None, "params": None},
+    "trial.planned": {"plan_digest": "d", "plan_blob": "b", "level": 0.05},
+    "job.finished": {"seed": 0, "reason": "ok", "elapsed_s": 1.0, "cpu_s": 1.0, "cached": False, "units_charged": 1},
+    "trial.judged": {"reason": "r", "reason_text": "t", "estimate": None, "interval": None, "p_value": None,
+                     "units": 0, "look": 0, "level": 0.05},
+}
+"""What a test's events do not care about, filled in so each is a valid payload."""
 
 
-def _job(attempt: int, unit: int, variant: str, value: float, stage: str = "trial") -> list[dict]:
+def _ev(kind: str, **data):
+    return PAYLOADS[kind](**{**FILLERS.get(kind, {}), **data})
+
+
+def _job(attempt: int, unit: int, variant: str, value: float, stage: str = "trial") -> list:
     job_id = f"a{attempt:04d}-{stage}-u{unit:03d}-{variant}"
     common = {"job_id": job_id, "attempt": attempt, "stage": stage, "variant": variant, "unit": unit}
     return [_ev("job.started", **common, pid=1), _ev("job.finished", **common, state="ok", value=value)]
@@ -51,7 +62,8 @@ def test_current_trial_counts_finished_pairs_and_the_look_they_reach():
 def test_an_attempt_without_a_plan_shows_the_agent_working_and_its_launch():
     tail = [_ev("attempt.started", attempt=5),
             _ev("agent.launched", attempt=5, launch=1, jobs=["a0005-launch1-j00", "a0005-launch1-j01"], note="probe")]
-    tail += [_ev("job.finished", job_id="a0005-launch1-j00", attempt=5, stage="launch", state="ok", value=1.0)]
+    tail += [_ev("job.finished", job_id="a0005-launch1-j00", attempt=5, stage="launch", variant="experiment", unit=0,
+                 state="ok", value=1.0)]
     assert current_trial(tail, {}) == {"attempt": 5, "stage": None}
     assert latest_launch(tail) == {"attempt": 5, "launch": 1, "jobs": 2, "jobs_done": 1, "note": "probe"}
 
@@ -62,9 +74,9 @@ def test_the_tail_starts_at_the_last_attempt_and_leaves_out_a_line_being_written
     lines = (root / ".ratchet" / "runs" / run_id / "events.jsonl").read_bytes().splitlines(keepends=True)
     ledger.write_bytes(b"".join(lines) + b'{"data":{"attempt":7},"kind":"attempt.st')
     tail = tail_events(ledger, limit=1 << 20)
-    kinds = [e["kind"] for e in tail]
-    assert kinds[0] == "attempt.started" and tail[0]["data"]["attempt"] == 6 and kinds[-1] == "run.stopped"
-    assert tail_events(ledger, limit=4096)[-1]["kind"] == "run.stopped"  # a short window: the tail only
+    kinds = [e.kind for e in tail]
+    assert kinds[0] == "attempt.started" and tail[0].attempt == 6 and kinds[-1] == "run.stopped"
+    assert tail_events(ledger, limit=4096)[-1].kind == "run.stopped"  # a short window: the tail only
     assert tail_events(tmp_path / "missing.jsonl") == []
 
 

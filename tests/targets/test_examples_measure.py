@@ -131,6 +131,7 @@ class Project:
         self.tree = self.git.tree_of("HEAD")
         self.examples = load_examples(root / "data/examples.jsonl").examples
         self.events: list[tuple[str, dict]] = []
+        self.payloads: list = []
 
     def by_input(self, text: str) -> Example:
         return next(ex for ex in self.examples if ex.input == text)
@@ -146,8 +147,9 @@ class Project:
         return Runner(git=self.git, executor=executor, target=target, work_dir=self.work, record=self._record,
                       done=done)
 
-    def _record(self, kind: str, data) -> None:
-        self.events.append((kind, dict(data)))
+    def _record(self, payload) -> None:
+        self.events.append((payload.kind, payload.to_data()))
+        self.payloads.append(payload)
 
     def measure(self, runner: Runner, examples=None, variant: str = "candidate") -> dict[str, ExampleResult]:
         """Measure the HEAD tree on `examples` (all by default) as one look of attempt 1's trial;
@@ -377,7 +379,7 @@ def test_resume_reuses_recorded_shards_and_runs_no_job(tmp_path, make_repo, exec
     pairs = [("1", "2"), ("wrong", "42"), ("crash", "0"), ("4", "8"), ("5", "10")]
     p = Project(tmp_path / "repo", tmp_path, make_repo, pairs, DOUBLING_PY)
     first = p.measure(p.runner(executor, sandbox, shard_size=2))
-    done = {d["job_id"]: d for d in p.kinds("job.finished")}
+    done = {f.job_id: f for f in p.payloads if f.kind == "job.finished"}
     p.events.clear()
 
     again = p.measure(p.runner(executor, sandbox, shard_size=2, done=done))
@@ -392,7 +394,7 @@ def test_resume_reruns_only_a_shard_whose_examples_changed(tmp_path, make_repo, 
     pairs = [("1", "2"), ("2", "4"), ("3", "6"), ("4", "8"), ("5", "10")]
     p = Project(tmp_path / "repo", tmp_path, make_repo, pairs, DOUBLING_PY)
     p.measure(p.runner(executor, sandbox, shard_size=2))
-    done = {d["job_id"]: d for d in p.kinds("job.finished")}
+    done = {f.job_id: f for f in p.payloads if f.kind == "job.finished"}
     p.events.clear()
 
     changed = list(p.examples[:4]) + [Example("sha256:" + "0" * 64, "7", "14", 99)]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ratchet.core.budget import BudgetStop
+from ratchet.core.payloads import AgentLeg
 
 MAX_LAUNCHES_PER_ATTEMPT = 8
 """Legs of `Launch` one attempt may take before the kernel refuses more (an agent that never submits)."""
@@ -162,9 +163,9 @@ class Agent(ABC):
     def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action:
         """The next leg, after the last `Launch` ran: `results` one per launched job, in order."""
 
-    def resume(self, ctx: AgentContext, legs: Sequence[Mapping[str, Any]], read_blob: Callable[[str], bytes]) -> bool:
-        """Pick attempt `ctx.attempt` up again after a kernel restart, from the data of its recorded
-        `agent.leg` events (oldest first; `read_blob` reads a recorded blob). True: the loop replays
+    def resume(self, ctx: AgentContext, legs: Sequence[AgentLeg], read_blob: Callable[[str], bytes]) -> bool:
+        """Pick attempt `ctx.attempt` up again after a kernel restart, from its recorded
+        `agent.leg` payloads (oldest first; `read_blob` reads a recorded blob). True: the loop replays
         the last recorded launch (finished jobs reused) and calls `wake` once. False: the loop calls
         `start` and the attempt begins again. Default: False (the agent keeps no conversation)."""
         return False

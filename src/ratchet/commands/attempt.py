@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.core.errors import DataError, RatchetError
+from ratchet.core.payloads import AttemptSubmitted, ChampionPromoted, RunStarted, TrialJudged, given
 from ratchet.core.state import fold
 from ratchet.ledger.blobs import BlobStore
 from ratchet.loop.audit_trail import attempt_ref
@@ -35,26 +36,28 @@ def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[
                         hint=f"`ratchet status {run.run_id}` lists its attempts")
     row = attempt_row(row_state)
     blobs = BlobStore(run.blobs)
-    submitted = next((e.data for e in events if e.kind == "attempt.submitted" and e.data.get("attempt") == number), {})
-    stages = {e.data.get("stage"): {k: e.data.get(k) for k in FIGURES} for e in events
-              if e.kind == "trial.judged" and e.data.get("attempt") == number}
-    promotion = next((e.data for e in events if e.kind == "champion.promoted" and e.data.get("attempt") == number),
-                     None)
-    report_blob, diff_blob = submitted.get("report_blob"), submitted.get("diff_blob")
+    payloads = [e.payload for e in events]
+    submitted = next((p for p in payloads if isinstance(p, AttemptSubmitted) and p.attempt == number), None)
+    stages = {p.stage: {k: given(getattr(p, k)) for k in FIGURES} for p in payloads
+              if isinstance(p, TrialJudged) and p.attempt == number}
+    promotion = next((p for p in payloads if isinstance(p, ChampionPromoted) and p.attempt == number), None)
+    report_blob = submitted.report_blob if submitted is not None else None
+    diff_blob = given(submitted.diff_blob) if submitted is not None else None
     ref = attempt_ref(run.run_id, number)
     git, ref_commit = _git(project_root), None
-    tree = submitted.get("tree")
+    tree = submitted.tree if submitted is not None else None
     if git is not None:
         ref_commit = git.ref_commit(ref)
     diff = blobs.get_bytes(diff_blob).decode("utf-8", "replace") if isinstance(diff_blob, str) else \
         _git_diff(git, events, number, tree)
     return {
-        "run_id": run.run_id, "attempt": number, "summary": submitted.get("summary"), "tree": tree,
+        "run_id": run.run_id, "attempt": number, "summary": submitted.summary if submitted is not None else None,
+        "tree": tree,
         "ref": ref, "ref_commit": ref_commit,
         "tree_present": bool(git is not None and isinstance(tree, str) and git.has_object(tree)),
         "report": blobs.get_bytes(report_blob).decode("utf-8", "replace") if isinstance(report_blob, str) else None,
         "diff": diff, "verdict": row["verdict"], "reason": row["reason"], "stages": stages,
-        "promotion": {k: promotion.get(k) for k in ("commit", "tree", "estimate", "interval", "branch")}
+        "promotion": {k: getattr(promotion, k) for k in ("commit", "tree", "estimate", "interval", "branch")}
         if promotion else None,
         "gave_up": row_state.gave_up,
     }
@@ -71,10 +74,11 @@ def _git_diff(git: Git | None, events: list[Any], number: int, tree: Any) -> str
     """The diff from the champion before attempt `number` (a run without diff blobs), or None."""
     if git is None or not isinstance(tree, str) or not events:
         return None
-    base = (events[0].data.get("baseline") or {}).get("tree")
+    started = events[0].payload
+    base = started.baseline.tree if isinstance(started, RunStarted) else None
     for e in events:
-        if e.kind == "champion.promoted" and isinstance(e.data.get("attempt"), int) and e.data["attempt"] < number:
-            base = e.data.get("tree")
+        if isinstance(p := e.payload, ChampionPromoted) and p.attempt < number:
+            base = p.tree
     try:
         return git.diff_text(base, tree, binary=True) if isinstance(base, str) else None
     except RatchetError:

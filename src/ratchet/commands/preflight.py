@@ -43,7 +43,7 @@ def measure_baseline(loaded: LoadedContract, git: Git, tree: str, sandbox: Sandb
     work = loaded.root / RATCHET_DIR / "preflight" / secrets.token_hex(4)
     target = BenchmarkTarget(loaded.contract, sandbox, salt="preflight")
     executor = LocalExecutor(work / "jobs", 1)
-    runner = Runner(git=git, executor=executor, target=target, work_dir=work / "work", record=lambda kind, data: None)
+    runner = Runner(git=git, executor=executor, target=target, work_dir=work / "work", record=lambda payload: None)
     (job,) = target.preflight_jobs(tree)
     try:
         result = runner.measure_jobs([job], attempt=NO_ATTEMPT, stage="preflight")[job.job_id]
@@ -62,8 +62,9 @@ def sandbox_diagnosis(kernel: Kernel, err: MeasurementError) -> MeasurementError
     loaded, tree = kernel.loaded, kernel.state().baseline.tree or ""
     (job,) = BenchmarkTarget(loaded.contract, kernel.sandbox, salt="preflight").preflight_jobs(tree)
     tail = stderr_excerpt(JobFiles.of(kernel.run.jobs, job.job_id))
-    recorded = kernel.state().finished_jobs.get(job.job_id, {})
-    failed = UnitResult(job.job_id, "champion", 0, None, True, str(recorded.get("state")), str(recorded.get("reason")))
+    recorded = kernel.state().finished_jobs.get(job.job_id)
+    state, reason = (recorded.state, recorded.reason) if recorded is not None else ("None", "None")
+    failed = UnitResult(job.job_id, "champion", 0, None, True, state, reason)
     return preflight_error(loaded, kernel.git, tree, kernel.sandbox, failed, tail)
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.core.errors import RatchetError
+from ratchet.core.events import line_payload
+from ratchet.core.payloads import ChampionPromoted, RunStarted, RunStopped, TrialJudged, given
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.files import write_exclusive
@@ -104,10 +106,10 @@ def _stop_detail(raw: bytes, end: int) -> str | None:
     at = raw.rfind(_STOPPED, 0, end)
     while at != -1:
         start = raw.rfind(b"\n", 0, at) + 1
-        event = json.loads(raw[start:raw.index(b"\n", at)])
-        if event.get("kind") == "run.stopped":
-            detail = (event.get("data") or {}).get("detail")
-            return detail if isinstance(detail, str) else None
+        line = json.loads(raw[start:raw.index(b"\n", at)])
+        if isinstance(line, dict) and line.get("kind") == "run.stopped":
+            stopped = line_payload(line)
+            return stopped.detail if isinstance(stopped, RunStopped) else None
         at = raw.rfind(_STOPPED, 0, start)
     return None
 
@@ -139,7 +141,7 @@ def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]
     events, _ = read_run(run)
     state = state or fold(events)
     contract = parse_contract(run.contract.read_text(encoding="utf-8"), source=str(run.contract))
-    holdout = [e.data for e in events if e.kind == "trial.judged" and e.data.get("stage") == "holdout"]
+    holdout = [p for e in events if isinstance(p := e.payload, TrialJudged) and p.stage == "holdout"]
     return {
         "events": events,
         "state": state,
@@ -147,8 +149,8 @@ def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]
         "campaign": contract.campaign.name,
         "gate": contract.gate.model_dump(),
         "target": contract.target.model_dump(),
-        "promotions": [e.data for e in events if e.kind == "champion.promoted"],
-        "splits": holdout[-1].get("splits") if holdout else None,
+        "promotions": [p for e in events if isinstance(p := e.payload, ChampionPromoted)],
+        "splits": given(holdout[-1].splits) if holdout else None,
     }
 
 
@@ -173,7 +175,7 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
         promotions=r["promotions"],
         plots=[p.relative_to(run.root).as_posix() for p in plots],
         splits=r["splits"],
-        warnings=next((list(e.data.get("warnings") or []) for e in r["events"] if e.kind == "run.started"), []),
+        warnings=next((list(p.warnings or []) for e in r["events"] if isinstance(p := e.payload, RunStarted)), []),
         val_trials=r["state"].trials_run,
     )
     from ratchet.core.audit import evidence_lines
@@ -199,7 +201,7 @@ def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
     return path
 
 
-def _attempt_details(run: RunDir, state: RunState, promotions: list[dict[str, Any]]) -> dict[int, AttemptDetail]:
+def _attempt_details(run: RunDir, state: RunState, promotions: list[ChampionPromoted]) -> dict[int, AttemptDetail]:
     """attempt -> AttemptDetail: the submitted report (its blob) and the diff from the champion of
     its time to its candidate (git); a missing blob or tree object is said, never fatal."""
     from ratchet.ledger.blobs import BlobStore

@@ -32,7 +32,7 @@ def rebuild_target(contract: Contract, view: RunView, run_root: Path, blob_json:
     salt = view.salt
     if not isinstance(salt, str) or not salt:
         raise DataError("verify.no_salt", "run.started records no salt: the run's plans cannot be re-compiled")
-    mode: SandboxMode = "bwrap" if view.started.get("sandbox") == "bwrap" else "none"
+    mode: SandboxMode = "bwrap" if view.sandbox == "bwrap" else "none"
     sandbox = SandboxSpec(mode=mode, network=contract.sandbox.network)
     if contract.target.kind != "examples":
         from ratchet.targets.benchmark import BenchmarkTarget
@@ -63,7 +63,7 @@ class Recorded:
         for f in self._by_id.get(job_id, ()):
             if f.seq >= seq:
                 break
-            last = f.data
+            last = f.payload.to_data()
         return last
 
 

@@ -19,6 +19,8 @@ from rich.console import Console
 
 from ratchet.commands.runs import find_run, run_status
 from ratchet.core.errors import RatchetError
+from ratchet.core.events import line_payload
+from ratchet.core.payloads import AttemptStarted, Payload, RunStarted
 from ratchet.ledger.rundir import RunDir
 from ratchet.present.watch import build_frame, watch_loop
 
@@ -32,9 +34,10 @@ TAIL_CHUNK_BYTES = 64 * 1024
 _ATTEMPT_MARK = b'"kind":"attempt.started"'  # canonical JSON: `data` sorts first, then `kind`
 
 
-def tail_events(path: Path, limit: int = TAIL_BYTES_MAX) -> list[dict[str, Any]]:
-    """The complete ledger lines from the last `attempt.started` on (or the last `limit` bytes
-    when it is further back), parsed as dicts, oldest first; [] when the file is missing."""
+def tail_events(path: Path, limit: int = TAIL_BYTES_MAX) -> list[Payload]:
+    """The payloads of the complete ledger lines from the last `attempt.started` on (or the last
+    `limit` bytes when it is further back), oldest first (a line that does not read as its kind's
+    model is left out: the tail is not verified); [] when the file is missing."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
@@ -56,22 +59,26 @@ def tail_events(path: Path, limit: int = TAIL_BYTES_MAX) -> list[dict[str, Any]]
     events = []
     for line in lines:
         try:
-            events.append(json.loads(line))
+            payload = line_payload(json.loads(line))
         except ValueError:
             continue
-    starts = [i for i, e in enumerate(events) if e.get("kind") == "attempt.started"]
+        if payload is not None:
+            events.append(payload)
+    starts = [i for i, e in enumerate(events) if isinstance(e, AttemptStarted)]
     return events[starts[-1]:] if starts else events
 
 
 def run_facts(run: RunDir) -> dict[str, Any]:
-    """run.started's data (its first line: target_kind, direction, limits...), {} when unreadable."""
+    """{"target_kind", "direction"} as run.started (the ledger's first line) records them; {} when
+    unreadable."""
     try:
         with open(run.events, "rb") as f:
-            first = json.loads(f.readline() or b"{}")
+            started = line_payload(json.loads(f.readline() or b"{}"))
     except (OSError, ValueError):
         return {}
-    data = first.get("data") if isinstance(first, dict) else None
-    return data if isinstance(data, dict) else {}
+    if not isinstance(started, RunStarted):
+        return {}
+    return {"target_kind": started.target_kind, "direction": started.direction}
 
 
 def read_frame(project_root: Path, run_id: str | None) -> dict[str, Any]:

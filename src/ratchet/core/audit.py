@@ -17,6 +17,7 @@ from ratchet.core.audit_view import Judged, Planned, RunView
 from ratchet.core.budget import RESOURCES, Account, Charge, Reservation
 from ratchet.core.events import Event
 from ratchet.core.gate_design import margin_for_state
+from ratchet.core.payloads import ModelCalled, ModelReserved, given
 from ratchet.core.vocab import Stage
 
 FindingCode = Literal[
@@ -206,7 +207,7 @@ def compare_decision(judged: Judged, derived: Mapping[str, Any]) -> list[Finding
     """The recorded trial.judged against the decision re-derived from the per-unit results
     (`derived`: Decision.to_json() plus champion_mean / candidate_mean, compared where recorded).
     The recorded reason text must start with the re-derived one (a failure's detail is appended)."""
-    keys = [*DECISION_FIELDS, *(k for k in ("champion_mean", "candidate_mean") if k in judged.data)]
+    keys = [*DECISION_FIELDS, *(k for k in ("champion_mean", "candidate_mean") if judged.has(k))]
     diffs = [f"{key}: recorded {judged.get(key)!r}, re-derived {derived.get(key)!r}"
              for key in keys if key in derived and not same(judged.get(key), derived.get(key))]
     text = judged.get("reason_text")
@@ -298,7 +299,7 @@ def check_budgets(view: RunView) -> list[Finding]:
                 break
     cap = limits.get("max_val_trials")
     trials = [p for p in view.planned if p.stage == "trial"]
-    if view.started.get("target_kind") == "examples" and isinstance(cap, int) and 0 < cap < len(trials):
+    if view.target_kind == "examples" and isinstance(cap, int) and 0 < cap < len(trials):
         out.append(Finding("verify.budget", trials[cap].seq, f"{len(trials)} trials on val, max_val_trials is {cap}"))
     return out
 
@@ -317,13 +318,10 @@ def check_settled(view: RunView) -> list[Finding]:
     gpu = next(r for r in RESOURCES if r.name == "gpu_hours")
     limit, spent = view.limits.get(gpu.attribute), 0.0
     for f in view.finished:
-        if f.cached or not f.data.get("gpu_s"):
+        gpu_s = given(f.payload.gpu_s)
+        if f.cached or not gpu_s:
             continue
-        try:
-            spent += float(f.data["gpu_s"]) / 3600
-        except (TypeError, ValueError):
-            out.append(Finding("verify.budget", f.seq, f"gpu_s {f.data['gpu_s']!r} is not a number"))
-            continue
+        spent += float(gpu_s) / 3600
         if isinstance(limit, int | float) and gpu.over(spent, limit):
             out.append(Finding("verify.budget", f.seq, f"{gpu.budget}: {gpu.fmt(spent)} spent, the limit is "
                                                        f"{gpu.fmt(limit)}"))
@@ -336,9 +334,11 @@ def _model_reservations(view: RunView) -> list[Finding]:
               if isinstance(view.limits.get(r.attribute), int | float)}
     account, out = Account(limits), []
     for e in view.model_events:
-        key = e.data.get("key")
+        payload = e.payload
+        assert isinstance(payload, ModelReserved | ModelCalled)  # read_view keeps only these
+        key = payload.key
         try:
-            charge = Charge.from_json(e.data["charge" if e.kind == "model.reserved" else "charged"])
+            charge = Charge.from_json(payload.charge if isinstance(payload, ModelReserved) else payload.charged)
         except (KeyError, ValueError, TypeError, AttributeError):
             out.append(Finding("verify.budget", e.seq, f"{e.kind} of {key!r}: its charge does not read as one"))
             continue

@@ -1,5 +1,6 @@
-"""What `ratchet verify` reads from a run's events: the one place its checks read event data (every
-read through `.data.get`, so a payload lacking a key reads as None and is reported, never raised).
+"""What `ratchet verify` reads from a run's events: the one place its checks read event payloads
+(core.payloads; an event whose data does not read as its model raises LedgerError
+`ledger.malformed`).
 
 Pure: takes verified events, touches nothing. The checks are in core/audit.py.
 """
@@ -10,7 +11,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import UNSET
+
 from ratchet.core.events import Event
+from ratchet.core.payloads import (
+    AttemptStarted,
+    AttemptSubmitted,
+    ChampionPromoted,
+    JobFinished,
+    ModelCalled,
+    ModelReserved,
+    RunStarted,
+    TrialJudged,
+    TrialPlanned,
+    given,
+)
 
 
 @dataclass(frozen=True)
@@ -36,11 +51,15 @@ class Judged:
     seq: int
     attempt: Any
     stage: Any
-    data: Mapping[str, Any]
+    payload: TrialJudged
 
     def get(self, key: str) -> Any:
-        """The recorded value of `key` (None when absent)."""
-        return self.data.get(key)
+        """The recorded value of the field `key` (None when the line leaves it out)."""
+        return given(getattr(self.payload, key))
+
+    def has(self, key: str) -> bool:
+        """The line holds the field `key` (a field left out reads as UNSET)."""
+        return getattr(self.payload, key) is not UNSET
 
 
 @dataclass(frozen=True)
@@ -76,7 +95,7 @@ class Finished:
     units_charged: Any
     cached: Any
     examples: tuple[str, ...] | None
-    data: Mapping[str, Any]
+    payload: JobFinished
 
 
 @dataclass
@@ -87,7 +106,7 @@ class RunView:
     `model_events`: every `model.reserved` and `model.called`, in ledger order."""
 
     events: Sequence[Event]
-    started: Mapping[str, Any]
+    started: RunStarted | None
     planned: list[Planned] = field(default_factory=list)
     judged: list[Judged] = field(default_factory=list)
     submitted: dict[Any, Submitted] = field(default_factory=dict)
@@ -101,35 +120,45 @@ class RunView:
     _first_planned: dict[tuple[str, str], Planned] = field(default_factory=dict)
 
     @property
-    def mode(self) -> Any:
+    def mode(self) -> str | None:
         """run.started's `mode` (`compare` for `ratchet compare`; None for a campaign)."""
-        return self.started.get("mode")
+        return given(self.started.mode) if self.started is not None else None
 
     @property
-    def salt(self) -> Any:
+    def salt(self) -> str | None:
         """The run's salt as run.started recorded it."""
-        return self.started.get("salt")
+        return self.started.salt if self.started is not None else None
 
     @property
-    def baseline_tree(self) -> Any:
+    def baseline_tree(self) -> str | None:
         """The baseline's tree as run.started recorded it."""
-        return (self.started.get("baseline") or {}).get("tree")
+        return self.started.baseline.tree if self.started is not None else None
 
     @property
     def limits(self) -> Mapping[str, Any]:
         """run.started's budget limits."""
-        return self.started.get("limits") or {}
+        return self.started.limits if self.started is not None else {}
+
+    @property
+    def sandbox(self) -> str | None:
+        """The sandbox mode run.started recorded."""
+        return self.started.sandbox if self.started is not None else None
+
+    @property
+    def target_kind(self) -> str | None:
+        """The target kind run.started recorded."""
+        return self.started.target_kind if self.started is not None else None
 
     @property
     def signing_key(self) -> Mapping[str, Any] | None:
         """run.started's {"alg", "key_id", "public"} of the project key, or None (an unsigned run)."""
-        key = self.started.get("signing_key")
-        return key if isinstance(key, Mapping) else None
+        return self.started.signing_key if self.started is not None else None
 
     @property
     def examples_fingerprint_blob(self) -> Any:
         """The examples split's fingerprint blob (examples targets), or None."""
-        return (self.started.get("examples") or {}).get("fingerprint_blob")
+        examples = given(self.started.examples) if self.started is not None else None
+        return (examples or {}).get("fingerprint_blob")
 
     def champion_before(self, seq: int) -> Any:
         """The champion's tree just before event `seq`."""
@@ -175,33 +204,33 @@ def _blob_refs(seq: int, value: Any, path: str) -> Iterator[tuple[int, str, str]
 
 
 def read_view(events: Sequence[Event]) -> RunView:
-    """Read the events the checks need, in one pass (event data only through `.data.get`)."""
-    started = events[0].data if events and events[0].kind == "run.started" else {}
-    view = RunView(events, started)
+    """Read the events the checks need, in one pass. Raises LedgerError `ledger.malformed` for an
+    event whose data does not read as its model."""
+    first = events[0].payload if events else None
+    view = RunView(events, first if isinstance(first, RunStarted) else None)
     view.champion_at.append((-1, view.baseline_tree))
     for e in events:
-        d = e.data
+        d = e.payload
         if e.kind not in _FLAT_KINDS:  # job events (most of a ledger) hold no blob reference
-            view.blob_refs.extend(_blob_refs(e.seq, d, ""))
-        if e.kind == "job.finished":
-            examples = d.get("examples")
-            view.finished.append(Finished(e.seq, d.get("job_id"), d.get("attempt"), d.get("stage"),
-                                          d.get("units_charged"), d.get("cached"),
-                                          tuple(examples) if isinstance(examples, Mapping) else None, d))
-        elif e.kind == "trial.planned":
-            view.planned.append(Planned(e.seq, d.get("attempt"), d.get("trial"), d.get("stage"), d.get("plan_digest"),
-                                        d.get("plan_blob"), d.get("level"), d.get("margin"), d.get("looks")))
-        elif e.kind == "trial.judged":
-            view.judged.append(Judged(e.seq, d.get("attempt"), d.get("stage"), d))
-        elif e.kind == "attempt.submitted":
-            view.submitted.setdefault(d.get("attempt"), Submitted(e.seq, d.get("attempt"), d.get("tree"),
-                                                                  d.get("report_blob"), d.get("diff_blob")))
-        elif e.kind == "champion.promoted":
-            view.promoted.append(Promoted(e.seq, d.get("attempt"), d.get("tree"), d.get("estimate")))
-            view.champion_at.append((e.seq, d.get("tree")))
-        elif e.kind == "attempt.started":
-            view.attempts_started.append((e.seq, d.get("attempt")))
-        elif e.kind in ("model.reserved", "model.called"):
+            view.blob_refs.extend(_blob_refs(e.seq, e.data, ""))  # every `*_blob` key, as the line holds it
+        if isinstance(d, JobFinished):
+            examples = given(d.examples)
+            view.finished.append(Finished(e.seq, d.job_id, d.attempt, d.stage, d.units_charged, d.cached,
+                                          tuple(examples) if examples is not None else None, d))
+        elif isinstance(d, TrialPlanned):
+            view.planned.append(Planned(e.seq, d.attempt, d.trial, d.stage, d.plan_digest, d.plan_blob, d.level,
+                                        given(d.margin), d.looks))
+        elif isinstance(d, TrialJudged):
+            view.judged.append(Judged(e.seq, d.attempt, d.stage, d))
+        elif isinstance(d, AttemptSubmitted):
+            view.submitted.setdefault(d.attempt, Submitted(e.seq, d.attempt, d.tree, d.report_blob,
+                                                           given(d.diff_blob)))
+        elif isinstance(d, ChampionPromoted):
+            view.promoted.append(Promoted(e.seq, d.attempt, d.tree, d.estimate))
+            view.champion_at.append((e.seq, d.tree))
+        elif isinstance(d, AttemptStarted):
+            view.attempts_started.append((e.seq, d.attempt))
+        elif isinstance(d, ModelReserved | ModelCalled):
             view.model_events.append(e)
     view.index()
     return view

@@ -12,57 +12,18 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+import msgspec
 
 from ratchet.core.canonical import canonical_bytes
 from ratchet.core.errors import LedgerError
+from ratchet.core.payloads import MODELS, PAYLOADS, EventKind, Payload, describe, read_payload
 
-EventKind = Literal[
-    "run.started",
-    "run.resumed",
-    "attempt.started",
-    "agent.launched",
-    "agent.leg",
-    "agent.harvested",
-    "model.reserved",
-    "model.called",
-    "attempt.submitted",
-    "attempt.gave_up",
-    "trial.planned",
-    "job.started",
-    "job.finished",
-    "trial.judged",
-    "champion.promoted",
-    "run.stopped",
-    "run.abandoned",
-    "ledger.repaired",
-]
-
-EVENT_KINDS: Mapping[str, str] = {
-    "run.started": "a campaign began: run id, contract digest, baseline commit/tree, salt, limits",
-    "run.resumed": "a kernel (data.pid) resumed an interrupted run; a new wall-clock session starts",
-    "attempt.started": "attempt data.attempt (1-based, unique in the run) began",
-    "agent.launched": "the agent launched its own experiments (data.jobs, the launch in full as data.launch_blob; "
-                      "data.refused when the budget could not cover it and nothing ran)",
-    "agent.leg": "a command agent's CLI ran one leg (data.kind start|wake|nudge, data.outcome, its prompt or wake "
-                 "message and requests as blobs, seconds, tokens where the CLI reported them)",
-    "agent.harvested": "a command agent's workspace became a tree (data.use launch|submit, the paths taken, "
-                       "the paths listed but not taken, scope violations)",
-    "model.reserved": "the llm agent's next call holds its worst case (data.key, data.charge) before it is sent",
-    "model.called": "a model call ended (data.outcome, the request and reply blobs, usage, data.charged)",
-    "attempt.submitted": "the agent submitted a candidate tree with a report (data.report_blob)",
-    "attempt.gave_up": "the agent gave up the attempt without a candidate (data.reason)",
-    "trial.planned": "a trial's plan was compiled (stage trial | confirm | holdout, data.plan_digest)",
-    "job.started": "a job (variant x unit) started on an executor as process data.pid",
-    "job.finished": "a job ended: state, metric value or reason, seconds, units charged",
-    "trial.judged": "the gate's verdict on a trial stage (data.verdict, data.reason, estimate, interval)",
-    "champion.promoted": "an accepted candidate became the champion (data.commit, data.tree)",
-    "run.stopped": "the campaign stopped (data.stop_reason; data.budget when budget_exhausted)",
-    "run.abandoned": "`ratchet abandon` (data.pid) closed an unfinished run for good: stop reason abandoned",
-    "ledger.repaired": "a torn last line (data.line) was truncated (data.truncated_bytes) on resume",
-}
-"""Every event kind, with one line saying what it records. Closed: any other kind is malformed."""
+EVENT_KINDS: Mapping[str, str] = {model.kind: describe(model) for model in MODELS}
+"""Every event kind, with one line saying what it records (from its payload model,
+core.payloads). Closed: any other kind is malformed."""
 
 assert set(get_args(EventKind)) == set(EVENT_KINDS)
 
@@ -102,10 +63,14 @@ class LedgerLineError(LedgerError):
         self.line = line
 
 
+_convert = msgspec.convert
+
+
 @dataclass(frozen=True)
 class Event:
     """One verified ledger event. `digest` is `sha256:<hex>` of its line's bytes (no newline);
-    `data` is the parsed JSON object exactly as stored (treat it as read-only)."""
+    `data` is the parsed JSON object exactly as stored (treat it as read-only): readers read
+    `payload`, its typed model."""
 
     seq: int
     ts: str
@@ -113,6 +78,33 @@ class Event:
     prev: str
     data: dict[str, Any]
     digest: str
+    _payload: Payload | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def payload(self) -> Payload:
+        """The event's data as its kind's model (core.payloads), built on first use. Raises
+        LedgerError `ledger.malformed` when a key holds a wrong type or a required key is missing."""
+        payload = self._payload
+        if payload is None:
+            try:
+                payload = _convert(self.data, PAYLOADS[self.kind])  # read_payload, inlined: once per event
+            except msgspec.ValidationError as exc:
+                raise LedgerError("ledger.malformed", f"event {self.seq} ({self.kind}): its data does not read "
+                                  f"as a {self.kind} payload: {exc}", TAMPER_HINT) from None
+            object.__setattr__(self, "_payload", payload)  # a cache: the event stays what it was
+        return payload
+
+
+def line_payload(line: Any) -> Payload | None:
+    """The payload of one parsed ledger line that was not verified (a fast path reading one line
+    or a live tail): None when `line` is not an event object of a known kind or its data does not
+    read as that kind's model."""
+    if not isinstance(line, dict) or line.get("kind") not in EVENT_KINDS or not isinstance(line.get("data"), dict):
+        return None
+    try:
+        return read_payload(line["kind"], line["data"])
+    except msgspec.ValidationError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,25 @@
-"""One frozen model per event kind: what each ledger event's `data` holds (docs/ledger.md).
+"""One frozen model per event kind: what each ledger event's `data` holds. Each model is the one
+definition of its kind: its name (`kind`), what it records (the first paragraph of its docstring,
+listed as core.events.EVENT_KINDS) and its fields.
 
-Validated when an event is appended (`EventLog.append` calls `check_payload`): an unknown kind, an
-unknown key, a missing key or a wrong type is refused before anything is written. Replay never
-validates (speed): the reducer and the index read the stored JSON, whose keys are these models'
-fields (a test walks the reducer's and the index's reads against them).
+Writers build a model and `Kernel.record` appends it: `to_data` gives the JSON object of the line
+and `check_payload` refuses, before anything is written, an unknown kind, an unknown key, a missing
+key or a wrong type (strict: a bool is not an int, a string is not a number; an int is accepted
+where a float is declared, as JSON cannot tell 1 from 1.0). Readers get the model from
+`Event.payload` (read leniently: a key an older build wrote and this one no longer does is ignored;
+a key an older build did not write reads as its field's default).
+
+A field whose default is UNSET is left out of the line when unset, and reads as UNSET from a line
+without it; every other field is always written (None as null).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from ratchet.core.errors import LedgerError
 from ratchet.core.vocab import JobStage, RunMode, StopReason, Variant
@@ -19,79 +27,132 @@ from ratchet.core.vocab import JobStage, RunMode, StopReason, Variant
 Json = Any
 """A JSON value kept as is (plan settings, a model call's record, per-example results)."""
 
+T = TypeVar("T")
 
-class Payload(BaseModel):
-    """Base of every payload: frozen, unknown keys refused, strict types (a bool is not an int, a
-    string is not a number; an int is accepted where a float is declared, as JSON cannot tell 1 from
-    1.0)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+Number = int | float
+"""A JSON number as read: an int stays an int (JSON cannot tell 1 from 1.0, and a reader shows the
+number as it was written)."""
 
 
-class TreeRefData(Payload):
-    """A commit and its tree."""
+EventKind = Literal[
+    "run.started",
+    "run.resumed",
+    "attempt.started",
+    "agent.launched",
+    "agent.leg",
+    "agent.harvested",
+    "model.reserved",
+    "model.called",
+    "attempt.submitted",
+    "attempt.gave_up",
+    "trial.planned",
+    "job.started",
+    "job.finished",
+    "trial.judged",
+    "champion.promoted",
+    "run.stopped",
+    "run.abandoned",
+    "ledger.repaired",
+]
+"""Every event kind, as a type (each is the `kind` of one model below; core.events checks that the
+two agree)."""
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Base of every payload. `kind`: the event kind it is the data of. Not tracked by the garbage
+    collector (gc=False: a payload holds JSON values, which cannot refer back to it), so a replay
+    holding 100,000 of them does not make every collection walk them."""
+
+    kind: ClassVar[EventKind]
+
+    def to_data(self) -> dict[str, Any]:
+        """The JSON object of the event's `data`: every field but the UNSET ones, nested models
+        as objects."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return data
+
+
+class TreeRefData(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A commit and its tree (40-hex git ids)."""
 
     commit: str
     tree: str
 
 
-class RunStarted(Payload):
-    """A campaign began."""
+class RunStarted(Payload, frozen=True, kw_only=True):
+    """a campaign began: run id, contract digest, baseline commit/tree, salt, limits"""
 
-    ledger_format: int
+    kind: ClassVar[EventKind] = "run.started"
+    ledger_format: int = 1
+    """The ledger format (core.events.LEDGER_FORMAT) this run was written in; 1 when not recorded."""
     run_id: str
     contract_digest: str
     baseline: TreeRefData
     salt: str
     sandbox: str
+    """The sandbox mode in force (bwrap | none)."""
     target_kind: str
     direction: str
-    limits: dict[str, float]
-    holdout_reserve: int
-    mode: RunMode | None = None
-    examples: dict[str, Json] | None = None
-    versions: dict[str, str] | None = None
-    gate: dict[str, Json] | None = None
+    limits: dict[str, Number]
+    """The budget limits as recorded (core.budget names -> numbers; 0: no limit)."""
+    holdout_reserve: int = 0
+    """Job-units kept for the final holdout measurement."""
     warnings: list[str] | None = None
+    gate: dict[str, Json] | None = None
+    versions: dict[str, str] | None = None
     signing_key: dict[str, Json] | None = None
+    """The run's public key {"alg", "key_id", "public"} when its events are signed; None otherwise."""
+    mode: RunMode | None | UnsetType = UNSET
+    """compare | calibrate for a one-shot run; UNSET for a campaign."""
+    examples: dict[str, Json] | None | UnsetType = UNSET
+    """The examples target's fingerprint; UNSET for a benchmark."""
 
 
-class RunResumed(Payload):
-    """A kernel (pid) resumed the run."""
+class RunResumed(Payload, frozen=True, kw_only=True):
+    """a kernel (data.pid) resumed an interrupted run; a new wall-clock session starts"""
 
+    kind: ClassVar[EventKind] = "run.resumed"
     pid: int
 
 
-class RunAbandoned(Payload):
-    """An interrupted run was closed without resuming it."""
+class RunAbandoned(Payload, frozen=True, kw_only=True):
+    """`ratchet abandon` (data.pid) closed an unfinished run for good: stop reason abandoned"""
 
+    kind: ClassVar[EventKind] = "run.abandoned"
     pid: int | None = None
-    reason: str | None = None
+    reason: str | None | UnsetType = UNSET
 
 
-class AttemptStarted(Payload):
-    """Attempt `attempt` (1-based) began."""
+class AttemptStarted(Payload, frozen=True, kw_only=True):
+    """attempt data.attempt (1-based, unique in the run) began"""
 
+    kind: ClassVar[EventKind] = "attempt.started"
     attempt: int
 
 
-class AgentLaunched(Payload):
-    """The agent's own experiments of one launch."""
+class AgentLaunched(Payload, frozen=True, kw_only=True):
+    """the agent launched its own experiments (data.jobs, the launch in full as data.launch_blob;
+    data.refused when the budget could not cover it and nothing ran)"""
 
+    kind: ClassVar[EventKind] = "agent.launched"
     attempt: int
     launch: int
+    """1-based within the attempt."""
     jobs: list[str]
-    note: str
-    launch_blob: str | None = None
-    refused: str | None = None
+    note: str = ""
+    launch_blob: str | None | UnsetType = UNSET
+    refused: str | None | UnsetType = UNSET
 
 
-class AgentLeg(Payload):
-    """One leg of a command agent's CLI."""
+class AgentLeg(Payload, frozen=True, kw_only=True):
+    """a command agent's CLI ran one leg (data.kind start|wake|nudge, data.outcome, its prompt or wake
+    message and requests as blobs, seconds, tokens where the CLI reported them)"""
 
+    kind: ClassVar[EventKind] = "agent.leg"
     attempt: int
     leg: int
-    kind: Literal["start", "wake", "nudge"]
+    # `kind` is the event kind: the leg's kind is `leg_kind`, written under the key "kind".
+    leg_kind: Literal["start", "wake", "nudge"] = msgspec.field(name="kind")
     outcome: Literal["launch", "submit", "none", "channel_refused"]
     problem: str | None = None
     message_blob: str | None = None
@@ -99,14 +160,16 @@ class AgentLeg(Payload):
     job_id: str | None = None
     state: str | None = None
     exit_code: int | None = None
-    elapsed_s: float | None = None
+    elapsed_s: Number | None = None
     session_id: str | None = None
     tokens: dict[str, Json] | None = None
 
 
-class AgentHarvested(Payload):
-    """A command agent's workspace became a tree."""
+class AgentHarvested(Payload, frozen=True, kw_only=True):
+    """a command agent's workspace became a tree (data.use launch|submit, the paths taken, the paths
+    listed but not taken, scope violations)"""
 
+    kind: ClassVar[EventKind] = "agent.harvested"
     attempt: int
     leg: int
     use: Literal["launch", "submit"]
@@ -116,18 +179,20 @@ class AgentHarvested(Payload):
     violations: list[str]
 
 
-class ModelReserved(Payload):
-    """The llm agent's next call holds its worst case."""
+class ModelReserved(Payload, frozen=True, kw_only=True):
+    """the llm agent's next call holds its worst case (data.key, data.charge) before it is sent"""
 
+    kind: ClassVar[EventKind] = "model.reserved"
     key: str
-    charge: dict[str, float]
+    charge: dict[str, Number]
     request_digest: str
     request_blob: str
 
 
-class ModelCalled(Payload):
-    """A model call ended (agents.llm.records.CallRecord.to_json)."""
+class ModelCalled(Payload, frozen=True, kw_only=True):
+    """a model call ended (data.outcome, the request and reply blobs, usage, data.charged)"""
 
+    kind: ClassVar[EventKind] = "model.called"
     key: str
     role: str
     request_digest: str
@@ -138,61 +203,70 @@ class ModelCalled(Payload):
     finish_reason: str | None
     input_tokens: int | None
     output_tokens: int | None
-    charged: dict[str, float]
+    charged: dict[str, Number]
     tries: list[dict[str, Json]]
 
 
-class AttemptSubmitted(Payload):
-    """The agent submitted a candidate (or an invalid one)."""
+class AttemptSubmitted(Payload, frozen=True, kw_only=True):
+    """the agent submitted a candidate tree with a report (data.report_blob)"""
 
+    kind: ClassVar[EventKind] = "attempt.submitted"
     attempt: int
     tree: str | None
     summary: str
     report_blob: str | None
     params: dict[str, Json] | None
-    invalid: str | None = None
-    diff_blob: str | None = None
+    invalid: str | None | UnsetType = UNSET
+    """Why the submission holds no candidate tree (None or UNSET: it holds one)."""
+    diff_blob: str | None | UnsetType = UNSET
 
 
-class AttemptGaveUp(Payload):
-    """The agent gave up the attempt; `stops_campaign` when it has nothing more to propose."""
+class AttemptGaveUp(Payload, frozen=True, kw_only=True):
+    """the agent gave up the attempt without a candidate (data.reason)"""
 
+    kind: ClassVar[EventKind] = "attempt.gave_up"
     attempt: int
     reason: str
     stops_campaign: bool = True
+    """The give-up ends the campaign, not only the attempt (format 1 runs: always)."""
 
 
-class TrialPlanned(Payload):
-    """A stage's plan was compiled."""
+class TrialPlanned(Payload, frozen=True, kw_only=True):
+    """a trial's plan was compiled (stage trial | confirm | holdout, data.plan_digest)"""
 
+    kind: ClassVar[EventKind] = "trial.planned"
     attempt: int
     trial: int
     stage: str
     plan_digest: str
     plan_blob: str
-    level: float
-    margin: float = 0.0
+    level: Number
+    margin: Number | UnsetType = UNSET
+    """The margin tested as the null (always written; UNSET in runs recorded before it was)."""
     looks: list[int]
     jobs: int
 
 
-class JobStarted(Payload):
-    """A job started on an executor."""
+class JobStarted(Payload, frozen=True, kw_only=True):
+    """a job (variant x unit) started on an executor as process data.pid"""
 
+    kind: ClassVar[EventKind] = "job.started"
     job_id: str
     attempt: int
     stage: JobStage
     variant: Variant
     unit: int
     external_id: str | None = None
+    """The executor's id of the job (a pid, a Slurm job id)."""
     backend: str | None = None
-    pid: int | None = None
+    pid: int | None | UnsetType = UNSET
+    """The job's process id, local backend only."""
 
 
-class JobFinished(Payload):
-    """A job ended: its state, value or reason, seconds, units charged (examples: per-example
-    results in compact form, and the tree)."""
+class JobFinished(Payload, frozen=True, kw_only=True):
+    """a job ended: state, metric value or reason, seconds, units charged"""
 
+    kind: ClassVar[EventKind] = "job.finished"
     job_id: str
     attempt: int
     stage: JobStage
@@ -200,86 +274,123 @@ class JobFinished(Payload):
     unit: int
     seed: int
     state: str
-    value: float | None
+    value: Number | None
+    """The raw metric (a benchmark) or examples passed (an examples shard) when state is ok."""
     reason: str
-    elapsed_s: float
-    cpu_s: float
+    elapsed_s: Number
+    cpu_s: Number
     cached: bool
     units_charged: int
-    gpu_s: float | None = None
-    tree: str | None = None
-    examples: dict[str, Json] | None = None
+    gpu_s: Number | None | UnsetType = UNSET
+    """GPU seconds (benchmark jobs)."""
+    tree: str | None | UnsetType = UNSET
+    """The tree measured (examples shards)."""
+    examples: dict[str, Json] | None | UnsetType = UNSET
+    """Per-example results in compact form (examples shards)."""
 
 
-class TrialJudged(Payload):
-    """The gate's verdict on one stage of a trial."""
+class TrialJudged(Payload, frozen=True, kw_only=True):
+    """the gate's verdict on a trial stage (data.verdict, data.reason, estimate, interval)"""
 
+    kind: ClassVar[EventKind] = "trial.judged"
     attempt: int
     stage: str
     verdict: str
     reason: str
     reason_text: str
-    estimate: float | None
-    interval: list[float] | None
-    p_value: float | None
-    threshold: float | None = None
+    estimate: Number | None
+    interval: list[Number] | None
+    p_value: Number | None
+    threshold: Number | None = None
     units: int
     look: int
-    level: float
+    level: Number
     retry_units: list[int] = []
-    champion_mean: float | None = None
-    candidate_mean: float | None = None
-    champion_lcb: float | None = None
-    candidate_lcb: float | None = None
-    splits: dict[str, Json] | None = None
     p_value_kind: str | None = None
-    bound: float | None = None
+    bound: Number | None = None
     interval_kind: str | None = None
     test: str | None = None
-    signature: dict[str, Json] | None = None
+    champion_mean: Number | None | UnsetType = UNSET
+    """The champion's raw mean as measured by this stage; UNSET when it was judged without jobs."""
+    candidate_mean: Number | None | UnsetType = UNSET
+    champion_lcb: Number | None | UnsetType = UNSET
+    """The guarding confidence bound of champion_mean (None: fewer than 2 units)."""
+    candidate_lcb: Number | None | UnsetType = UNSET
+    splits: dict[str, Json] | None | UnsetType = UNSET
+    """Pass rates per split (the examples holdout)."""
+    signature: dict[str, Json] | None | UnsetType = UNSET
+    """Set by the kernel's signer (ledger.signing), never by a writer."""
 
 
-class ChampionPromoted(Payload):
-    """An accepted candidate became the champion."""
+class ChampionPromoted(Payload, frozen=True, kw_only=True):
+    """an accepted candidate became the champion (data.commit, data.tree)"""
 
+    kind: ClassVar[EventKind] = "champion.promoted"
     attempt: int
     commit: str
     tree: str
-    estimate: float | None
-    interval: list[float] | None
-    mean: float | None
-    lcb: float | None
+    estimate: Number | None
+    interval: list[Number] | None
+    mean: Number | None
+    lcb: Number | None
     branch: str
-    signature: dict[str, Json] | None = None
+    signature: dict[str, Json] | None | UnsetType = UNSET
+    """Set by the kernel's signer (ledger.signing), never by a writer."""
 
 
-class RunStopped(Payload):
-    """The campaign stopped. calibration: a `ratchet calibrate` run's result (stop reason
-    `calibrated`): seeds, the raw values per seed, the noise estimate (core.stats.calibration.Noise)."""
+class RunStopped(Payload, frozen=True, kw_only=True):
+    """the campaign stopped (data.stop_reason; data.budget when budget_exhausted)"""
 
+    kind: ClassVar[EventKind] = "run.stopped"
     stop_reason: StopReason
     budget: str | None
     detail: str | None
-    signature: dict[str, Json] | None = None
-    calibration: dict[str, Json] | None = None
+    signature: dict[str, Json] | None | UnsetType = UNSET
+    """Set by the kernel's signer (ledger.signing), never by a writer."""
+    calibration: dict[str, Json] | None | UnsetType = UNSET
+    """A `ratchet calibrate` run's result (stop reason `calibrated`): the raw values per seed and
+    the noise estimate (core.stats.calibration.Noise)."""
 
 
-class LedgerRepaired(Payload):
-    """A torn last line was truncated on resume."""
+class LedgerRepaired(Payload, frozen=True, kw_only=True):
+    """a torn last line (data.line) was truncated (data.truncated_bytes) on resume"""
 
+    kind: ClassVar[EventKind] = "ledger.repaired"
     line: int
     truncated_bytes: int
 
 
-PAYLOADS: Mapping[str, type[Payload]] = {
-    "run.started": RunStarted, "run.resumed": RunResumed, "run.abandoned": RunAbandoned,
-    "attempt.started": AttemptStarted, "agent.launched": AgentLaunched, "agent.leg": AgentLeg,
-    "agent.harvested": AgentHarvested, "model.reserved": ModelReserved, "model.called": ModelCalled,
-    "attempt.submitted": AttemptSubmitted, "attempt.gave_up": AttemptGaveUp, "trial.planned": TrialPlanned,
-    "job.started": JobStarted, "job.finished": JobFinished, "trial.judged": TrialJudged,
-    "champion.promoted": ChampionPromoted, "run.stopped": RunStopped, "ledger.repaired": LedgerRepaired,
-}
+MODELS: tuple[type[Payload], ...] = (
+    RunStarted, RunResumed, AttemptStarted, AgentLaunched, AgentLeg, AgentHarvested, ModelReserved, ModelCalled,
+    AttemptSubmitted, AttemptGaveUp, TrialPlanned, JobStarted, JobFinished, TrialJudged, ChampionPromoted,
+    RunStopped, RunAbandoned, LedgerRepaired,
+)
+"""Every event kind's model, in the order the kinds are listed."""
+
+PAYLOADS: Mapping[str, type[Payload]] = {model.kind: model for model in MODELS}
 """The payload model of every event kind."""
+
+
+def given(value: T | None | UnsetType) -> T | None:
+    """`value`, None when it is UNSET (its key was not in the line)."""
+    return None if value is UNSET else value
+
+
+def describe(model: type[Payload]) -> str:
+    """What an event of `model`'s kind records: its docstring's first paragraph on one line."""
+    return " ".join((model.__doc__ or "").split("\n\n")[0].split())
+
+
+def data_keys(model: type[Payload]) -> tuple[str, ...]:
+    """The keys `model` may write in an event's data, in field order."""
+    return tuple(f.encode_name for f in msgspec.structs.fields(model))
+
+
+def read_payload(kind: str, data: Mapping[str, Any]) -> Payload:
+    """The model of an event's stored `data` (unknown keys ignored, missing optional keys read as
+    their defaults). Raises msgspec.ValidationError when a key holds a wrong type or a required
+    key is missing, KeyError for an unknown kind."""
+    return msgspec.convert(data, PAYLOADS[kind])
 
 
 def check_payload(kind: str, data: Mapping[str, Any]) -> None:
@@ -288,9 +399,23 @@ def check_payload(kind: str, data: Mapping[str, Any]) -> None:
     model = PAYLOADS.get(kind)
     if model is None:
         raise LedgerError("ledger.bad_payload", f"no payload model for event kind {kind!r}")
-    try:
-        model.model_validate(dict(data))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(data)'}: {e['msg']}" for e in exc.errors())
-        raise LedgerError("ledger.bad_payload", f"{kind} data is malformed: {problems}",
-                          hint="this is a bug in the writer of this event: nothing was written") from None
+    fields = {f.encode_name: f for f in msgspec.structs.fields(model)}
+    problems = [f"{key}: unknown key" for key in data if key not in fields]
+    if not problems:
+        try:
+            msgspec.convert(data, model)
+            return
+        except msgspec.ValidationError:
+            pass  # named field by field below
+    for name, info in fields.items():
+        if name not in data:
+            if info.required:
+                problems.append(f"{name}: Field required")
+            continue
+        try:
+            msgspec.convert(data[name], info.type)
+        except msgspec.ValidationError as exc:
+            problems.append(f"{name}: {str(exc).replace(' - at `$`', '')}")
+    if problems:
+        raise LedgerError("ledger.bad_payload", f"{kind} data is malformed: {'; '.join(problems)}",
+                          hint="this is a bug in the writer of this event: nothing was written")

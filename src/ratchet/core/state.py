@@ -1,8 +1,7 @@
 """The run's state as a pure reduction over its ledger events: `fold(events) -> RunState`.
 
-Pure: no I/O, no clock. Every number here comes from the events (wall time from their `ts`).
-Event data may carry extra keys (ignored) and missing keys read as None; the event kinds are the
-closed list of schema.EVENT_KINDS.
+Pure: no I/O, no clock. Every number here comes from the events (wall time from their `ts`), read
+as their payload models (core.payloads): one handler per event kind, taking that kind's model.
 """
 
 from __future__ import annotations
@@ -13,7 +12,30 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from msgspec import UNSET
+
 from ratchet.core.events import Event
+from ratchet.core.payloads import (
+    AgentHarvested,
+    AgentLaunched,
+    AgentLeg,
+    AttemptGaveUp,
+    AttemptStarted,
+    AttemptSubmitted,
+    ChampionPromoted,
+    JobFinished,
+    JobStarted,
+    LedgerRepaired,
+    ModelCalled,
+    ModelReserved,
+    RunAbandoned,
+    RunResumed,
+    RunStarted,
+    RunStopped,
+    TrialJudged,
+    TrialPlanned,
+    given,
+)
 from ratchet.core.vocab import RunStatus
 
 
@@ -103,9 +125,9 @@ class RunState:
     `champion_mean` / `champion_bound`: the champion's raw mean (a pass rate for examples) and its
     guarding confidence bound as last measured: by the preflight, then by each trial's champion side,
     then by the promoted candidate's own measurement (None: never measured; the bound needs 2 units).
-    `finished_jobs`: job_id -> the job.finished data; `running_jobs`: job_id -> pid of jobs started
-    and not finished; `open_trial`: the data of the last trial.planned with no trial.judged for its
-    (attempt, stage) yet; `limits`: run.started's limits as recorded.
+    `finished_jobs`: job_id -> the job.finished payload; `running_jobs`: job_id -> external id (or
+    pid) of jobs started and not finished; `open_trial`: the payload of the last trial.planned with
+    no trial.judged for its (attempt, stage) yet; `limits`: run.started's limits as recorded.
     """
 
     run_id: str | None = None
@@ -122,12 +144,12 @@ class RunState:
     attempts: tuple[AttemptState, ...] = ()
     holdout: Judgment | None = None
     budget_used: BudgetUsed = BudgetUsed()
-    finished_jobs: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
-    running_jobs: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
+    finished_jobs: Mapping[str, JobFinished] = field(default_factory=lambda: MappingProxyType({}))
+    running_jobs: Mapping[str, str | int | None] = field(default_factory=lambda: MappingProxyType({}))
     last_attempt: int = 0
     trials_run: int = 0
     consecutive_without_promotion: int = 0
-    open_trial: Mapping[str, Any] | None = None
+    open_trial: TrialPlanned | None = None
     limits: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     holdout_reserve: int = 0
     salt: str | None = None
@@ -155,18 +177,18 @@ def _interval(value: Any) -> tuple[float, float] | None:
     return None
 
 
-def _judgment(data: Mapping[str, Any]) -> Judgment:
+def _judgment(d: TrialJudged) -> Judgment:
     return Judgment(
-        stage=data.get("stage", ""),
-        verdict=data.get("verdict"),
-        reason=data.get("reason"),
-        reason_text=data.get("reason_text"),
-        estimate=data.get("estimate"),
-        interval=_interval(data.get("interval")),
-        p_value=data.get("p_value"),
-        units=data.get("units"),
-        level=data.get("level"),
-        attempt=data.get("attempt"),
+        stage=d.stage,
+        verdict=d.verdict,
+        reason=d.reason,
+        reason_text=d.reason_text,
+        estimate=d.estimate,
+        interval=_interval(d.interval),
+        p_value=d.p_value,
+        units=d.units,
+        level=d.level,
+        attempt=d.attempt,
     )
 
 
@@ -192,7 +214,7 @@ class Folder:
         self.holdout: Judgment | None = None
         self.last_attempt = 0
         self.trials_run = 0
-        self.open_trial: Mapping[str, Any] | None = None
+        self.open_trial: TrialPlanned | None = None
         self.limits: Mapping[str, Any] = MappingProxyType({})
         self.holdout_reserve = 0
         self.salt: str | None = None
@@ -210,14 +232,14 @@ class Folder:
         self.order: list[Any] = []  # attempt numbers in the order result() lists them (ascending)
         self.position: dict[Any, int] = {}  # number -> its index in order
         self.listed: list[AttemptState] = []  # their states as result() last listed them
-        self.finished: dict[Any, Mapping[str, Any]] = {}
-        self.running: dict[Any, int | None] = {}
+        self.finished: dict[str, JobFinished] = {}
+        self.running: dict[str, str | int | None] = {}
         self.judged_since_promotion: set[Any] = set()
         self.started = 0  # BudgetUsed.attempts
         self.evaluations = 0
         self.cpu_hours = 0.0
         self.gpu_hours = 0.0
-        self.wall_s = 0.0
+        self.last_ts: str | None = None  # ts of the last event counted in a session
         self.session_start: dt.datetime | None = None
         self.closed_wall_s = 0.0
         self.handlers: dict[str, Any] = {}
@@ -236,117 +258,114 @@ class Folder:
         handler = self.handlers.get(event.kind)
         if handler is None:
             handler = self.handlers[event.kind] = getattr(self, "on_" + event.kind.replace(".", "_"))
-        handler(event.data)
+        handler(event.payload)
         self.last_seq = event.seq
-        self.track_wall(event)
+        # Wall clock: a repair or an abandon is written while no kernel ran (the downtime is no
+        # session's); a timestamp is parsed only at a session's start and when asked (wall), as
+        # the seconds depend on the last event counted alone.
+        kind = event.kind
+        if kind == "ledger.repaired" or kind == "run.abandoned":
+            return
+        if kind == "run.started" or kind == "run.resumed":
+            self.closed_wall_s = self.wall()
+            self.session_start = parse_ts(event.ts)
+        self.last_ts = event.ts
 
-    def track_wall(self, event: Event) -> None:
-        if event.kind in ("ledger.repaired", "run.abandoned"):
-            return  # written while no kernel ran (a resume's repair, an abandon): the downtime is no session's
-        when = parse_ts(event.ts)
-        if event.kind in ("run.started", "run.resumed"):
-            self.closed_wall_s = self.wall_s
-            self.session_start = when
-        if self.session_start is not None:
-            elapsed = max((when - self.session_start).total_seconds(), 0.0)
-            self.wall_s = self.closed_wall_s + elapsed
+    def wall(self) -> float:
+        """Wall seconds so far: the closed sessions', plus the current one's up to the last event
+        counted."""
+        if self.session_start is None or self.last_ts is None:
+            return self.closed_wall_s
+        return self.closed_wall_s + max((parse_ts(self.last_ts) - self.session_start).total_seconds(), 0.0)
 
-    def on_run_started(self, d: Mapping[str, Any]) -> None:
-        baseline = d.get("baseline") or {}
-        ref = TreeRef(baseline.get("commit"), baseline.get("tree"))
-        self.run_id = d.get("run_id")
-        self.contract_digest = d.get("contract_digest")
+    def on_run_started(self, d: RunStarted) -> None:
+        ref = TreeRef(d.baseline.commit, d.baseline.tree)
+        self.run_id = d.run_id
+        self.contract_digest = d.contract_digest
         self.baseline = ref
         self.champion = Champion(ref.commit, ref.tree)
-        self.salt = d.get("salt")
-        self.sandbox = d.get("sandbox")
-        self.target_kind = d.get("target_kind")
-        self.direction = d.get("direction")
-        self.limits = MappingProxyType(dict(d.get("limits") or {}))
-        self.holdout_reserve = d.get("holdout_reserve") or 0
+        self.salt = d.salt
+        self.sandbox = d.sandbox
+        self.target_kind = d.target_kind
+        self.direction = d.direction
+        self.limits = MappingProxyType(dict(d.limits))
+        self.holdout_reserve = d.holdout_reserve
         self.sessions += 1
 
-    def on_run_resumed(self, d: Mapping[str, Any]) -> None:
+    def on_run_resumed(self, d: RunResumed) -> None:
         self.state = "running"
         self.stop_reason = self.stop_budget = self.stop_detail = None
         self.sessions += 1
 
-    def on_attempt_started(self, d: Mapping[str, Any]) -> None:
-        number = d.get("attempt")
-        self.touch_attempt(number)
+    def on_attempt_started(self, d: AttemptStarted) -> None:
+        self.touch_attempt(d.attempt)
         self.started += 1
-        if isinstance(number, int):
-            self.last_attempt = max(self.last_attempt, number)
+        self.last_attempt = max(self.last_attempt, d.attempt)
 
-    def on_agent_launched(self, d: Mapping[str, Any]) -> None:
-        current = self.attempts.get(d.get("attempt"))
-        self.touch_attempt(d.get("attempt"), launches=(current.get("launches", 0) if current else 0) + 1)
+    def on_agent_launched(self, d: AgentLaunched) -> None:
+        current = self.attempts.get(d.attempt)
+        self.touch_attempt(d.attempt, launches=(current.get("launches", 0) if current else 0) + 1)
 
-    def on_agent_leg(self, d: Mapping[str, Any]) -> None:
-        self.touch_attempt(d.get("attempt"), legs=self.attempts.get(d.get("attempt"), {}).get("legs", 0) + 1)
+    def on_agent_leg(self, d: AgentLeg) -> None:
+        self.touch_attempt(d.attempt, legs=self.attempts.get(d.attempt, {}).get("legs", 0) + 1)
 
-    def on_agent_harvested(self, d: Mapping[str, Any]) -> None:
+    def on_agent_harvested(self, d: AgentHarvested) -> None:
         pass  # a record for the report and verify; no state
 
-    def on_model_reserved(self, d: Mapping[str, Any]) -> None:
+    def on_model_reserved(self, d: ModelReserved) -> None:
         pass  # the llm agent replays its own budget from these (loop.agents.model_budget_records)
 
-    def on_model_called(self, d: Mapping[str, Any]) -> None:
+    def on_model_called(self, d: ModelCalled) -> None:
         self.model_calls += 1
 
-    def on_attempt_submitted(self, d: Mapping[str, Any]) -> None:
-        params = d.get("params")
+    def on_attempt_submitted(self, d: AttemptSubmitted) -> None:
         self.touch_attempt(
-            d.get("attempt"),
-            tree=d.get("tree"),
-            summary=d.get("summary"),
-            report_blob=d.get("report_blob"),
-            params=MappingProxyType(dict(params)) if isinstance(params, Mapping) else None,
+            d.attempt,
+            tree=d.tree,
+            summary=d.summary,
+            report_blob=d.report_blob,
+            params=MappingProxyType(dict(d.params)) if d.params is not None else None,
         )
 
-    def on_attempt_gave_up(self, d: Mapping[str, Any]) -> None:
-        # A give-up recorded without `stops_campaign` (ledger format 1) ended the campaign.
-        self.touch_attempt(d.get("attempt"), gave_up=d.get("reason"), stops_campaign=d.get("stops_campaign", True))
+    def on_attempt_gave_up(self, d: AttemptGaveUp) -> None:
+        self.touch_attempt(d.attempt, gave_up=d.reason, stops_campaign=d.stops_campaign)
 
-    def on_trial_planned(self, d: Mapping[str, Any]) -> None:
+    def on_trial_planned(self, d: TrialPlanned) -> None:
         self.open_trial = d
-        if d.get("stage") == "trial":
+        if d.stage == "trial":
             self.trials_run += 1
 
-    def on_job_started(self, d: Mapping[str, Any]) -> None:
-        job_id = d.get("job_id")
+    def on_job_started(self, d: JobStarted) -> None:
+        job_id = d.job_id
         self.finished.pop(job_id, None)
-        self.running[job_id] = d.get("external_id") or d.get("pid")
+        self.running[job_id] = d.external_id or given(d.pid)
 
-    def on_job_finished(self, d: Mapping[str, Any]) -> None:
-        job_id = d.get("job_id")
+    def on_job_finished(self, d: JobFinished) -> None:
+        job_id = d.job_id
         self.running.pop(job_id, None)
         self.finished[job_id] = d
-        if d.get("stage") == "preflight" and isinstance(d.get("value"), int | float) and d.get("state") == "ok":
-            self.preflight[0] += float(d["value"])
-            self.preflight[1] += int(d.get("units_charged") or 1)
+        if d.stage == "preflight" and d.value is not None and d.state == "ok":
+            self.preflight[0] += float(d.value)
+            self.preflight[1] += d.units_charged or 1
             self.champion_mean = self.preflight[0] / self.preflight[1]
-        if d.get("cached"):
+        if d.cached:
             return
-        self.evaluations += int(d.get("units_charged") or 0)
-        self.cpu_hours += float(d.get("cpu_s") or 0.0) / 3600.0
-        self.gpu_hours += float(d.get("gpu_s") or 0.0) / 3600.0
+        self.evaluations += d.units_charged
+        self.cpu_hours += float(d.cpu_s) / 3600.0
+        self.gpu_hours += float(d.gpu_s or 0.0) / 3600.0
 
-    def on_trial_judged(self, d: Mapping[str, Any]) -> None:
+    def on_trial_judged(self, d: TrialJudged) -> None:
         judgment = _judgment(d)
         planned = self.open_trial
-        if planned is not None and (planned.get("attempt"), planned.get("stage")) == (
-            d.get("attempt"),
-            d.get("stage"),
-        ):
+        if planned is not None and (planned.attempt, planned.stage) == (d.attempt, d.stage):
             self.open_trial = None
         if judgment.stage == "holdout":
             self.holdout = judgment
         elif judgment.stage == "confirm":
             self.touch_attempt(judgment.attempt, confirm=judgment)
         elif judgment.stage == "trial":
-            if d.get("champion_mean") is not None:
-                self.champion_mean, self.champion_bound = d.get("champion_mean"), d.get("champion_lcb")
+            if d.champion_mean is not None and d.champion_mean is not UNSET:
+                self.champion_mean, self.champion_bound = d.champion_mean, given(d.champion_lcb)
             self.judged_since_promotion.add(judgment.attempt)
             self.touch_attempt(
                 judgment.attempt,
@@ -358,32 +377,30 @@ class Folder:
                 p_value=judgment.p_value,
                 units=judgment.units,
                 level=judgment.level,
-                candidate_mean=d.get("candidate_mean"),
+                candidate_mean=given(d.candidate_mean),
             )
 
-    def on_champion_promoted(self, d: Mapping[str, Any]) -> None:
-        self.champion = Champion(
-            d.get("commit"), d.get("tree"), d.get("estimate"), _interval(d.get("interval")), d.get("attempt")
-        )
-        self.touch_attempt(d.get("attempt"), promoted=True)
-        if d.get("mean") is not None:
-            self.champion_mean, self.champion_bound = d.get("mean"), d.get("lcb")
+    def on_champion_promoted(self, d: ChampionPromoted) -> None:
+        self.champion = Champion(d.commit, d.tree, d.estimate, _interval(d.interval), d.attempt)
+        self.touch_attempt(d.attempt, promoted=True)
+        if d.mean is not None:
+            self.champion_mean, self.champion_bound = d.mean, d.lcb
         self.judged_since_promotion.clear()
         self.promotions += 1
 
-    def on_run_stopped(self, d: Mapping[str, Any]) -> None:
-        reason = d.get("stop_reason")
+    def on_run_stopped(self, d: RunStopped) -> None:
+        reason = d.stop_reason
         self.state = "interrupted" if reason == "interrupted" else "stopped"
         self.stop_reason = reason
-        self.stop_budget = d.get("budget")
-        self.stop_detail = d.get("detail")
+        self.stop_budget = d.budget
+        self.stop_detail = d.detail
 
-    def on_run_abandoned(self, d: Mapping[str, Any]) -> None:
+    def on_run_abandoned(self, d: RunAbandoned) -> None:
         self.state = "stopped"
         self.stop_reason = "abandoned"
         self.stop_budget = self.stop_detail = None
 
-    def on_ledger_repaired(self, d: Mapping[str, Any]) -> None:
+    def on_ledger_repaired(self, d: LedgerRepaired) -> None:
         self.repairs += 1
 
     def _attempt(self, number: Any) -> AttemptState:
@@ -432,7 +449,7 @@ class Folder:
             promotions=self.promotions,
             attempts=self._attempt_states(),
             holdout=self.holdout,
-            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall_s),
+            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall()),
             finished_jobs=MappingProxyType(dict(self.finished) if jobs else {}),
             running_jobs=MappingProxyType(dict(self.running) if jobs else {}),
             last_attempt=self.last_attempt,

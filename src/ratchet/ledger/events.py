@@ -36,6 +36,7 @@ from ratchet.core.events import (
     encode_event,
     format_ts,
 )
+from ratchet.core.payloads import LedgerRepaired
 from ratchet.ledger.files import FILE_MODE, fsync_dir, read_nofollow
 from ratchet.ledger.verify import Chain, check_chain, scan_events, torn_error, verify_line
 
@@ -139,7 +140,7 @@ class EventLog:
             raise ValueError("repairing a torn ledger needs `now` for the ledger.repaired event")
         _truncate(path, torn.offset)
         log = cls(path, events, torn.offset)
-        log.append("ledger.repaired", {"line": torn.line, "truncated_bytes": torn.length}, now)
+        log.append(LedgerRepaired.kind, LedgerRepaired(line=torn.line, truncated_bytes=torn.length).to_data(), now)
         return log
 
     @property

@@ -27,9 +27,33 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
 from ratchet.core.canonical import canonical_bytes, digest_bytes
 from ratchet.core.errors import LedgerError
 from ratchet.core.events import Event
+from ratchet.core.payloads import (
+    AgentHarvested,
+    AgentLaunched,
+    AgentLeg,
+    AttemptGaveUp,
+    AttemptStarted,
+    AttemptSubmitted,
+    ChampionPromoted,
+    JobFinished,
+    JobStarted,
+    LedgerRepaired,
+    ModelCalled,
+    ModelReserved,
+    Payload,
+    RunAbandoned,
+    RunResumed,
+    RunStarted,
+    RunStopped,
+    TrialJudged,
+    TrialPlanned,
+)
 from ratchet.ledger.prefix import SEGMENT_EVENTS, Segment, line_bytes
 from ratchet.ledger.snapshot import Snapshot
 
@@ -88,9 +112,10 @@ def _sql(value: Any) -> Any:
 _JOB_KEYS = ("attempt", "stage", "variant", "unit")
 
 
-def _pick(data: Mapping[str, Any], *keys: str) -> dict[str, Any]:
-    """`{key: data.get(key)}` for each key: missing keys read as None."""
-    return {key: data.get(key) for key in keys}
+def _pick(payload: Payload | None, *keys: str) -> dict[str, Any]:
+    """`{key: the payload's field key}` for each key: None for an UNSET field and for no payload."""
+    values = {key: getattr(payload, key) for key in keys} if payload is not None else dict.fromkeys(keys)
+    return {key: None if value is UNSET else value for key, value in values.items()}
 
 
 def _bounds(interval: Any) -> tuple[Any, Any]:
@@ -198,7 +223,7 @@ class Index:
             "INSERT INTO events (seq, ts, kind, prev, digest, data) VALUES (?, ?, ?, ?, ?, ?)",
             (event.seq, event.ts, event.kind, event.prev, event.digest, data_json),
         )
-        getattr(self, "_on_" + event.kind.replace(".", "_"))(event.seq, event.data)
+        getattr(self, "_on_" + event.kind.replace(".", "_"))(event.seq, event.payload)
         self._chain(event.seq, event.digest, line_bytes(event.seq, event.ts, event.kind, event.prev, data_json))
         return True
 
@@ -258,95 +283,93 @@ class Index:
 
     # -- one handler per event kind ------------------------------------------------------------
 
-    def _on_run_started(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_run_started(self, seq: int, d: RunStarted) -> None:
         self._meta(
-            run_id=d.get("run_id"),
+            run_id=d.run_id,
             state="running",
             stop_reason=None,
             stop_budget=None,
-            baseline=d.get("baseline"),
-            limits=d.get("limits"),
+            baseline=msgspec.to_builtins(d.baseline),
+            limits=d.limits,
         )
 
-    def _on_run_resumed(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_run_resumed(self, seq: int, d: RunResumed) -> None:
         self._meta(state="running", stop_reason=None, stop_budget=None)
 
-    def _on_attempt_started(self, seq: int, d: Mapping[str, Any]) -> None:
-        self._upsert("attempts", "attempt", d.get("attempt"), started_seq=seq)
+    def _on_attempt_started(self, seq: int, d: AttemptStarted) -> None:
+        self._upsert("attempts", "attempt", d.attempt, started_seq=seq)
 
-    def _on_agent_launched(self, seq: int, d: Mapping[str, Any]) -> None:
-        if d.get("attempt") is None:
-            return
+    def _on_agent_launched(self, seq: int, d: AgentLaunched) -> None:
         self._conn.execute(
             "INSERT INTO attempts (attempt, launches) VALUES (?, 1) "
             "ON CONFLICT(attempt) DO UPDATE SET launches = launches + 1",
-            (d.get("attempt"),),
+            (d.attempt,),
         )
 
-    def _on_agent_leg(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_agent_leg(self, seq: int, d: AgentLeg) -> None:
         return None  # kept in the events table; no projection
 
-    def _on_agent_harvested(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_agent_harvested(self, seq: int, d: AgentHarvested) -> None:
         return None  # kept in the events table; no projection
 
-    def _on_model_reserved(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_model_reserved(self, seq: int, d: ModelReserved) -> None:
         return None  # kept in the events table; no projection
 
-    def _on_model_called(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_model_called(self, seq: int, d: ModelCalled) -> None:
         return None  # kept in the events table; no projection
 
-    def _on_attempt_submitted(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_attempt_submitted(self, seq: int, d: AttemptSubmitted) -> None:
         self._upsert(
-            "attempts", "attempt", d.get("attempt"), **_pick(d, "tree", "summary", "params", "report_blob")
+            "attempts", "attempt", d.attempt, **_pick(d, "tree", "summary", "params", "report_blob")
         )
 
-    def _on_attempt_gave_up(self, seq: int, d: Mapping[str, Any]) -> None:
-        self._upsert("attempts", "attempt", d.get("attempt"), gave_up=d.get("reason"))
+    def _on_attempt_gave_up(self, seq: int, d: AttemptGaveUp) -> None:
+        self._upsert("attempts", "attempt", d.attempt, gave_up=d.reason)
 
-    def _on_trial_planned(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_trial_planned(self, seq: int, d: TrialPlanned) -> None:
         plan = _pick(d, "attempt", "trial", "stage", "plan_digest", "plan_blob", "level", "jobs")
         self._upsert("plans", "seq", seq, **plan)
 
-    def _on_job_started(self, seq: int, d: Mapping[str, Any]) -> None:
-        result = _pick({}, "value", "reason", "elapsed_s", "cpu_s", "cached", "units_charged", "finished_seq")
+    def _on_job_started(self, seq: int, d: JobStarted) -> None:
+        result = _pick(None, "value", "reason", "elapsed_s", "cpu_s", "cached", "units_charged", "finished_seq")
         job = _pick(d, *_JOB_KEYS, "pid")
-        self._upsert("jobs", "job_id", d.get("job_id"), **job, **result, state="running", started_seq=seq)
+        self._upsert("jobs", "job_id", d.job_id, **job, **result, state="running", started_seq=seq)
 
-    def _on_job_finished(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_job_finished(self, seq: int, d: JobFinished) -> None:
         result = _pick(d, *_JOB_KEYS, "state", "value", "reason", "elapsed_s", "cpu_s", "units_charged")
-        cached = bool(d.get("cached"))
-        self._upsert("jobs", "job_id", d.get("job_id"), **result, cached=cached, finished_seq=seq)
+        cached = d.cached
+        self._upsert("jobs", "job_id", d.job_id, **result, cached=cached, finished_seq=seq)
 
-    def _on_trial_judged(self, seq: int, d: Mapping[str, Any]) -> None:
-        lo, hi = _bounds(d.get("interval"))
+    def _on_trial_judged(self, seq: int, d: TrialJudged) -> None:
+        lo, hi = _bounds(d.interval)
         judged = _pick(d, "verdict", "reason", "reason_text", "estimate", "p_value", "units", "level")
         judged.update(interval_lo=lo, interval_hi=hi)
-        self._upsert("judgments", "seq", seq, attempt=d.get("attempt"), stage=d.get("stage"), **judged)
-        if d.get("stage") == "trial":
-            self._upsert("attempts", "attempt", d.get("attempt"), **judged)
-        elif d.get("stage") == "confirm":
+        self._upsert("judgments", "seq", seq, attempt=d.attempt, stage=d.stage, **judged)
+        if d.stage == "trial":
+            self._upsert("attempts", "attempt", d.attempt, **judged)
+        elif d.stage == "confirm":
             confirm = {f"confirm_{key}": judged[key] for key in ("verdict", "reason", "estimate", "p_value")}
-            self._upsert("attempts", "attempt", d.get("attempt"), **confirm)
+            self._upsert("attempts", "attempt", d.attempt, **confirm)
 
-    def _on_champion_promoted(self, seq: int, d: Mapping[str, Any]) -> None:
-        lo, hi = _bounds(d.get("interval"))
+    def _on_champion_promoted(self, seq: int, d: ChampionPromoted) -> None:
+        lo, hi = _bounds(d.interval)
         promotion = _pick(d, "attempt", "tree", "estimate")
         self._upsert(
-            "promotions", "seq", seq, **promotion, commit_hash=d.get("commit"), interval_lo=lo, interval_hi=hi
+            "promotions", "seq", seq, **promotion, commit_hash=d.commit, interval_lo=lo, interval_hi=hi
         )
 
-    def _on_run_stopped(self, seq: int, d: Mapping[str, Any]) -> None:
-        reason = d.get("stop_reason")
+    def _on_run_stopped(self, seq: int, d: RunStopped) -> None:
+        reason = d.stop_reason
         self._meta(
             state="interrupted" if reason == "interrupted" else "stopped",
             stop_reason=reason,
-            stop_budget=d.get("budget"),
+            stop_budget=d.budget,
         )
 
-    def _on_run_abandoned(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_run_abandoned(self, seq: int, d: RunAbandoned) -> None:
         self._meta(state="stopped", stop_reason="abandoned", stop_budget=None)
 
-    def _on_ledger_repaired(self, seq: int, d: Mapping[str, Any]) -> None:
+    def _on_ledger_repaired(self, seq: int, d: LedgerRepaired) -> None:
         return None
 
     # -- reading ---------------------------------------------------------------------------

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import get_args
 
 from ratchet.core.errors import DataError, LedgerError
+from ratchet.core.events import line_payload
 from ratchet.core.jobfiles import ARTIFACTS_DIR, JobFiles
+from ratchet.core.payloads import RunStarted, given
 from ratchet.core.vocab import RunMode
 from ratchet.ledger.files import PRIVATE_DIR_MODE, SHARED_FILE_MODE, make_dirs, read_nofollow, write_exclusive
 from ratchet.ledger.lock import LOCK_NAME, PID_NAME
@@ -235,8 +237,8 @@ def run_mode(run: RunDir) -> str | None:
             first = json.loads(f.readline() or b"{}")
     except (OSError, ValueError):
         return None
-    data = first.get("data") if isinstance(first, dict) else None
-    return data.get("mode") if isinstance(data, dict) else None
+    started = line_payload(first)
+    return given(started.mode) if isinstance(started, RunStarted) else None
 
 
 def champion_branch(run_id: str) -> str:

@@ -8,18 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ratchet.agents.base import Agent
 from ratchet.compute.base import JobResult, JobSpec, run_jobs
 from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
 from ratchet.core.contract import Contract
+from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, TrialJudged
 from ratchet.loop.kernel import Kernel, agent_work_dir
 from ratchet.targets.examples import ExampleData
 from ratchet.workspace.git import Git
 
-EVENT_KEYS: Mapping[str, tuple[str, ...]] = {"agent.leg": ("attempt", "leg"),
-                                             "agent.harvested": ("attempt", "leg", "use")}
+EVENT_KEYS: Mapping[str, tuple[str, ...]] = {AgentLeg.kind: ("attempt", "leg"),
+                                             AgentHarvested.kind: ("attempt", "leg", "use")}
 """What makes an agent's record unique (a resume replaying a leg records nothing twice)."""
 
 
@@ -46,9 +47,9 @@ class AgentLink:
         """Store bytes as a blob of the run; returns its digest."""
         return self._k().blobs.put_bytes(data)
 
-    def record(self, kind: str, data: Mapping[str, Any]) -> None:
+    def record(self, payload: AgentLeg | AgentHarvested) -> None:
         """Record an agent event once (see EVENT_KEYS)."""
-        self._k().once(kind, dict(data), *EVENT_KEYS.get(kind, ("attempt",)))
+        self._k().once(payload, *EVENT_KEYS.get(payload.kind, ("attempt",)))
 
     def run_job(self, spec: JobSpec) -> JobResult:
         """Run one job of the agent's own (a command agent's leg) to its end on the kernel's agent
@@ -132,29 +133,30 @@ class LedgerJournal:
 
     def record_reservation(self, reservation: Reservation, request_digest: str, request_blob: str) -> None:
         """`model.reserved`: the call's worst case is held (recorded before the request is sent)."""
-        self.link._k().record("model.reserved", {"key": reservation.key, "charge": reservation.charge.to_json(),
-                                                 "request_digest": request_digest, "request_blob": request_blob})
+        self.link._k().record(ModelReserved(key=reservation.key, charge=reservation.charge.to_json(),
+                                            request_digest=request_digest, request_blob=request_blob))
 
     def record_call(self, record: Any) -> None:
         """`model.called`: how the call ended and what it was charged."""
-        self.link._k().record("model.called", record.to_json())
+        self.link._k().record(ModelCalled(**record.to_json()))
 
     def find_call(self, key: str) -> Any:
         """The latest recorded call of slot `key`, or None (a resume reuses its reply)."""
         from ratchet.agents.llm.records import CallRecord
 
         event = self.link._k().find("model.called", key=key)
-        return CallRecord.from_json(dict(event.data)) if event is not None else None
+        return CallRecord.from_payload(cast(ModelCalled, event.payload)) if event is not None else None
 
 
 def model_budget_records(kernel: Kernel) -> list[Reservation | Settlement]:
     """The run's model reservations and settlements in ledger order (Account.replay's input)."""
     out: list[Reservation | Settlement] = []
     for e in kernel.log.events:
-        if e.kind == "model.reserved":
-            out.append(Reservation(e.data["key"], Charge.from_json(e.data["charge"])))
-        elif e.kind == "model.called":
-            out.append(Settlement(e.data["key"], Charge.from_json(e.data["charged"])))
+        payload = e.payload
+        if isinstance(payload, ModelReserved):
+            out.append(Reservation(payload.key, Charge.from_json(payload.charge)))
+        elif isinstance(payload, ModelCalled):
+            out.append(Settlement(payload.key, Charge.from_json(payload.charged)))
     return out
 
 
@@ -175,8 +177,9 @@ class LedgerEvidence:
         mean = k.state().champion_mean
         if mean is None:
             return None
-        judged = [e.data for e in k.events_of("trial.judged") if e.data.get("stage") == "trial"]
-        return ChampionFigures(mean, None, None, int(judged[-1].get("units") or 0) if judged else 0)
+        judged = [p for e in k.events_of("trial.judged")
+                  if isinstance(p := e.payload, TrialJudged) and p.stage == "trial"]
+        return ChampionFigures(mean, None, None, judged[-1].units if judged else 0)
 
     def attempts(self, ctx: Any) -> list[Any]:
         """One summary per judged attempt, oldest first."""

@@ -6,10 +6,11 @@ was recorded.
 from __future__ import annotations
 
 import platform
-from typing import Any
+from typing import Any, cast
 
 from ratchet import __version__
 from ratchet.core.errors import PlanError
+from ratchet.core.payloads import TrialPlanned
 from ratchet.core.plan import Plan
 from ratchet.loop.kernel import Kernel
 
@@ -36,12 +37,12 @@ def check_recorded_plan(k: Kernel, plan: Plan) -> None:
     """Refuse to measure a plan that differs from the one recorded for its (attempt, stage) (a
     resume re-compiles every plan). Raises PlanError `plan.digest_mismatch` naming both digests."""
     recorded = k.find("trial.planned", attempt=plan.attempt, stage=plan.stage)
-    if recorded is None or recorded.data.get("plan_digest") == plan.digest:
+    if recorded is None or cast(TrialPlanned, recorded.payload).plan_digest == plan.digest:
         return
     raise PlanError(
         "plan.digest_mismatch",
         f"the {plan.stage} plan of attempt {plan.attempt} re-compiles to {plan.digest}, but event "
-        f"{recorded.seq} recorded {recorded.data.get('plan_digest')}: the run's inputs changed since",
+        f"{recorded.seq} recorded {cast(TrialPlanned, recorded.payload).plan_digest}: the run's inputs changed since",
         hint="restore the contract, examples and salt the run started with, or start a new run",
     )
 

@@ -10,7 +10,9 @@ candidates again.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
+
+from msgspec import UNSET
 
 from ratchet.agents.base import (
     MAX_JOBS_PER_LAUNCH,
@@ -28,6 +30,17 @@ from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal,
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
+from ratchet.core.payloads import (
+    AgentLaunched,
+    AgentLeg,
+    AttemptGaveUp,
+    AttemptStarted,
+    AttemptSubmitted,
+    ChampionPromoted,
+    RunStarted,
+    TrialJudged,
+    TrialPlanned,
+)
 from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
@@ -134,8 +147,8 @@ class Campaign:
         used = state.budget_used
         now_wall = used.wall_s + max(0.0, (self.k.clock() - parse_ts(self.k.log.events[-1].ts)).total_seconds())
         spent = replace(used, wall_s=now_wall)
-        ran = [j for j in state.finished_jobs.values() if not j.get("cached")]
-        job_wall = sum(float(j.get("elapsed_s") or 0.0) for j in ran) / len(ran) if ran else 0.0
+        ran = [j for j in state.finished_jobs.values() if not j.cached]
+        job_wall = sum(j.elapsed_s for j in ran) / len(ran) if ran else 0.0
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
         stop = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
@@ -166,15 +179,16 @@ class Campaign:
     # -- one attempt ---------------------------------------------------------------------------
 
     def _attempt(self, number: int) -> str:
-        self.k.once("attempt.started", {"attempt": number}, "attempt")
+        self.k.once(AttemptStarted(attempt=number), "attempt")
         state = self.k.state()
         self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
         ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed, self._history(state))
         submitted = self.k.find("attempt.submitted", attempt=number)
-        action = self._recorded_submission(submitted.data) if submitted else self._converse(ctx)
+        action = (self._recorded_submission(cast(AttemptSubmitted, submitted.payload)) if submitted
+                  else self._converse(ctx))
         if isinstance(action, GiveUp):
-            self.k.once("attempt.gave_up", {"attempt": number, "reason": action.reason,
-                                            "stops_campaign": action.stops_campaign}, "attempt")
+            self.k.once(AttemptGaveUp(attempt=number, reason=action.reason, stops_campaign=action.stops_campaign),
+                        "attempt")
             if self.agent.stopped_by_budget is not None:
                 self.ui.note(f"attempt {number}: {action.reason}")
                 return "budget_exhausted"
@@ -191,7 +205,8 @@ class Campaign:
         """The legs of one attempt: start (or resume), then each Launch run and woken, until a
         Submit or a GiveUp. More than MAX_LAUNCHES_PER_ATTEMPT launches end the attempt, not the
         campaign; a launch whose worst case does not fit the budget runs no job."""
-        launched = [e.data for e in self.k.events_of("agent.launched") if e.data.get("attempt") == ctx.attempt]
+        launched = [p for e in self.k.events_of("agent.launched")
+                    if isinstance(p := e.payload, AgentLaunched) and p.attempt == ctx.attempt]
         action = self._resumed(ctx, launched) or self.agent.start(ctx)
         number = len(launched)  # a resumed or restarted attempt goes on numbering its launches
         while isinstance(action, Launch):
@@ -201,26 +216,27 @@ class Campaign:
             refusal = self._launch_refusal(action)
             if refusal is not None:
                 self.ui.note(f"attempt {ctx.attempt}: launch {number} not run: {refusal}")
-                self.k.once("agent.launched", {"attempt": ctx.attempt, "launch": number, "jobs": [],
-                                               "note": action.note[:2000], "refused": refusal}, "attempt", "launch")
+                self.k.once(AgentLaunched(attempt=ctx.attempt, launch=number, jobs=[], note=action.note[:2000],
+                                          refused=refusal), "attempt", "launch")
                 results = refused_results(action, refusal)
             else:
                 results = run_launch(self.k, ctx, number, action, self.ui.jobs)
             action = self.agent.wake(ctx, results)
         return action
 
-    def _resumed(self, ctx: AgentContext, launched: list[dict[str, Any]]) -> Action | None:
+    def _resumed(self, ctx: AgentContext, launched: list[AgentLaunched]) -> Action | None:
         """After a kernel restart mid-attempt: an agent that picks its conversation up again
-        (`Agent.resume`) and whose last leg launched gets that launch replayed (finished jobs reused)
-        and is woken once; None otherwise (the attempt starts again, launch numbers continuing)."""
-        legs = [e.data for e in self.k.events_of("agent.leg") if e.data.get("attempt") == ctx.attempt]
+        (`Agent.resume`) and whose last leg launched gets that launch replayed (finished jobs reused) and
+        is woken once; None otherwise (the attempt starts again, launch numbers continuing)."""
+        legs = [p for e in self.k.events_of("agent.leg")
+                if isinstance(p := e.payload, AgentLeg) and p.attempt == ctx.attempt]
         if not legs or not launched or not self.agent.resume(ctx, legs, self.k.blobs.get_bytes):
             return None
         last = launched[-1]
-        if last.get("refused") or not last.get("launch_blob"):
+        if last.refused or not last.launch_blob:
             return None
-        action = launch_from_json(self.k.blobs.get_json(last["launch_blob"]))
-        results = run_launch(self.k, ctx, last["launch"], action, self.ui.jobs)
+        action = launch_from_json(self.k.blobs.get_json(last.launch_blob))
+        results = run_launch(self.k, ctx, last.launch, action, self.ui.jobs)
         return self.agent.wake(ctx, results)
 
     def _launch_refusal(self, action: Launch) -> str | None:
@@ -232,13 +248,13 @@ class Campaign:
                               self.contract.compute.max_parallel)
         return f"{stop.name}: {stop.detail}" if stop is not None else None
 
-    def _recorded_submission(self, data: dict[str, Any]) -> Submit:
+    def _recorded_submission(self, submitted: AttemptSubmitted) -> Submit:
         """The Submit recorded by `attempt.submitted` (a resume measures exactly what was submitted,
         even if the agent would now propose something else: a changed candidates folder, an LLM)."""
-        params = data.get("params")
-        report = self.k.blobs.get_bytes(data["report_blob"]).decode("utf-8")
-        return Submit(tree=data.get("tree"), report=report, summary=data.get("summary") or "",
-                      params=dict(params) if params is not None else None, invalid=data.get("invalid"))
+        report = self.k.blobs.get_bytes(submitted.report_blob or "").decode("utf-8")
+        return Submit(tree=submitted.tree, report=report, summary=submitted.summary or "",
+                      params=dict(submitted.params) if submitted.params is not None else None,
+                      invalid=submitted.invalid or None)
 
     def _history(self, state: RunState) -> tuple[PastAttempt, ...]:
         past = []
@@ -254,18 +270,17 @@ class Campaign:
         champion = self.k.state().champion
         diff_blob = (keep_attempt(self.k, number, champion.commit or "", champion.tree or "", sub.tree)
                      if sub.tree is not None and champion.tree else None)
-        self.k.once("attempt.submitted", {
-            "attempt": number, "tree": sub.tree, "summary": sub.summary, "report_blob": report_blob,
-            "params": dict(sub.params) if sub.params is not None else None, "invalid": sub.invalid,
-            "diff_blob": diff_blob,
-        }, "attempt")
+        self.k.once(AttemptSubmitted(
+            attempt=number, tree=sub.tree, summary=sub.summary, report_blob=report_blob,
+            params=dict(sub.params) if sub.params is not None else None, invalid=sub.invalid, diff_blob=diff_blob,
+        ), "attempt")
         early = self._judge_without_jobs(number, sub)
         if early is not None:
             self._judged(number, "trial", early, None)
             return
         state = self.k.state()
         planned = self.k.find("trial.planned", attempt=number, stage="trial")
-        trial = planned.data["trial"] if planned else state.trials_run + 1
+        trial = cast(TrialPlanned, planned.payload).trial if planned else state.trials_run + 1
         gate = self.contract.gate
         levels = attempt_levels(gate.alpha, gate.multiplicity, number, self.contract.budget.max_attempts,
                                 level_history(state, number), confirm=self.confirms)
@@ -323,8 +338,8 @@ class Campaign:
 
     def _judged(self, number: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
                 **extra: Any) -> None:
-        data = record_verdict(self.k, number, stage, decision, outcome, **extra)
-        self.ui.judged(number, stage, data)
+        judged = record_verdict(self.k, number, stage, decision, outcome, **extra)
+        self.ui.judged(number, stage, judged)
 
     # -- promotion and holdout -----------------------------------------------------------------
 
@@ -342,11 +357,11 @@ class Campaign:
             message = promotion_message(number, sub, d, self.contract.target.metric or "metric")
             commit = self.k.git.commit_tree(sub.tree or "", [parent], message)
             self.k.git.update_branch(branch, commit, head)
-        self.k.record("champion.promoted", {
-            "attempt": number, "commit": commit, "tree": sub.tree, "estimate": d.estimate,
-            "interval": list(d.interval) if d.interval else None, "mean": outcome.candidate_mean,
-            "lcb": outcome.candidate_lcb, "branch": branch,
-        })
+        self.k.record(ChampionPromoted(
+            attempt=number, commit=commit, tree=sub.tree or "", estimate=d.estimate,
+            interval=list(d.interval) if d.interval else None, mean=outcome.candidate_mean,
+            lcb=outcome.candidate_lcb, branch=branch,
+        ))
         self.ui.promoted(number, commit, d.estimate, d.interval)
 
     def _holdout(self) -> None:
@@ -396,26 +411,25 @@ def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, marg
     measure.Interrupted on Ctrl-C."""
     check_recorded_plan(k, plan)
     blob = k.blobs.put_bytes(plan.canonical_bytes())
-    planned = k.once("trial.planned", {
-        "attempt": plan.attempt, "trial": plan.trial, "stage": plan.stage, "plan_digest": plan.digest,
-        "plan_blob": blob, "level": level, "margin": margin, "looks": list(plan.looks), "jobs": len(plan.jobs),
-    }, "attempt", "stage")
-    level = planned.data.get("level", level)  # as recorded when the stage was first planned
-    margin = planned.data.get("margin", margin)
+    planned = cast(TrialPlanned, k.once(TrialPlanned(
+        attempt=plan.attempt, trial=plan.trial, stage=plan.stage, plan_digest=plan.digest, plan_blob=blob,
+        level=level, margin=margin, looks=list(plan.looks), jobs=len(plan.jobs),
+    ), "attempt", "stage").payload)
+    level = planned.level  # as recorded when the stage was first planned
+    margin = margin if planned.margin is UNSET else planned.margin
     return walk_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
 def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
-                   **extra: Any) -> dict[str, Any]:
+                   **extra: Any) -> TrialJudged:
     """Record `trial.judged` for stage `stage` of `attempt` (once: a resume finds it): the
     decision, the means and bounds of `outcome` (None: judged without jobs) and `extra` (a
-    holdout's splits). Returns the recorded data."""
+    holdout's splits). Returns the recorded payload."""
     data: dict[str, Any] = {"attempt": attempt, "stage": stage, **decision.to_json(), **extra}
     if outcome is not None:
         data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
                     champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb)
-    k.once("trial.judged", data, "attempt", "stage")
-    return data
+    return cast(TrialJudged, k.once(TrialJudged(**data), "attempt", "stage").payload)
 
 
 def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
@@ -450,4 +464,4 @@ def run_warnings(kernel: Kernel) -> list[str]:
     """The warnings recorded in the run's `run.started` (see life.record_started); [] for runs recorded
     before warnings were."""
     started = kernel.find("run.started")
-    return [str(w) for w in (started.data.get("warnings") or [])] if started else []
+    return [str(w) for w in (cast(RunStarted, started.payload).warnings or [])] if started else []

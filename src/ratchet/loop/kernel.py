@@ -13,10 +13,10 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ratchet.compute.base import Executor, SandboxSpec
 from ratchet.compute.cache import MeasurementCache
@@ -25,8 +25,7 @@ from ratchet.compute.factory import make_agent_executor, make_executor
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
-from ratchet.core.events import EventKind
-from ratchet.core.payloads import check_payload
+from ratchet.core.payloads import Payload, check_payload
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import Event, EventLog
@@ -105,16 +104,18 @@ class Kernel:
         """The run's contract."""
         return self.loaded.contract
 
-    def record(self, kind: str, data: Mapping[str, Any]) -> Event:
-        """Append one event (fsynced) and apply it to the index; an event of SIGNED_KINDS is signed
-        first (ledger/signing.py). Raises LedgerError `ledger.bad_payload` (nothing written) when
-        `data` is not `kind`'s payload (core.payloads)."""
+    def record(self, payload: Payload) -> Event:
+        """Append one event of `payload`'s kind (fsynced) and apply it to the index; an event of
+        SIGNED_KINDS is signed first (ledger/signing.py). Raises LedgerError `ledger.bad_payload`
+        (nothing written) when `payload` does not hold its model's types (core.payloads)."""
+        kind = payload.kind
+        data = payload.to_data()
         if self.signer is not None and kind in SIGNED_KINDS:  # signed over its data and the chain head
             data = self.signer.sign(kind, self.log.last_seq + 1, self.log.last_digest, data)
         check_payload(kind, data)
         if self.crash_at is not None:
             self._crash_if("before", kind)
-        event = self.log.append(cast(EventKind, kind), dict(data), self.clock())  # a known kind: checked above
+        event = self.log.append(kind, data, self.clock())
         self.index.apply(event)
         if self.crash_at is not None:
             self._crash_if("after", kind)
@@ -131,10 +132,11 @@ class Kernel:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def find(self, kind: str, **key: Any) -> Event | None:
-        """The last recorded event of `kind` whose data matches every `key` (None: none). Scans
-        only the events of that kind (kept per kind as the ledger grows)."""
+        """The last recorded event of `kind` whose payload matches every `key` (field name ->
+        value; None: none). Scans only the events of that kind (kept per kind as the ledger grows)."""
         for event in reversed(self.events_of(kind)):
-            if all(event.data.get(k) == v for k, v in key.items()):
+            payload = event.payload
+            if all(getattr(payload, k) == v for k, v in key.items()):
                 return event
         return None
 
@@ -148,10 +150,10 @@ class Kernel:
                 self._indexed = event.seq + 1
             return self._by_kind.get(kind, [])
 
-    def once(self, kind: str, data: Mapping[str, Any], *keys: str) -> Event:
-        """Record `kind` unless an event of that kind with the same `keys` values exists (a resume
-        replaying the loop never records a step twice); returns the event either way."""
-        return self.find(kind, **{k: data[k] for k in keys}) or self.record(kind, data)
+    def once(self, payload: Payload, *keys: str) -> Event:
+        """Record `payload` unless an event of its kind with the same `keys` field values exists (a
+        resume replaying the loop never records a step twice); returns the event either way."""
+        return self.find(payload.kind, **{k: getattr(payload, k) for k in keys}) or self.record(payload)
 
     def state(self) -> RunState:
         """The run's state folded from its ledger; folded again only when an event was appended
@@ -164,8 +166,8 @@ class Kernel:
     def runner(self, target: Jobs, progress: Progress | None = None) -> Runner:
         """The runner of `target`'s jobs for this run, reusing every job already finished in the
         ledger."""
-        def record(kind: str, data: Mapping[str, Any]) -> None:
-            self.record(kind, data)
+        def record(payload: Payload) -> None:
+            self.record(payload)
 
         state = self.state()
         return Runner(git=self.git, executor=self.executor, target=target, work_dir=self.run.work,

@@ -15,6 +15,7 @@ from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, MAX_LAUNCH_TIMEOUT_S, Agent
 from ratchet.compute.base import ArtifactSpec
 from ratchet.compute.outcome import read_result
 from ratchet.core.jobfiles import ARTIFACTS_DIR, JobFiles
+from ratchet.core.payloads import AgentLaunched
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Progress
@@ -56,8 +57,8 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     jobs = launch_jobs(ctx.attempt, launch, action, ctx.champion_tree)
     asked = action.jobs[: len(jobs)]
     blob = kernel.blobs.put_json(launch_to_json(replace(action, jobs=tuple(asked))))
-    kernel.once("agent.launched", {"attempt": ctx.attempt, "launch": launch, "jobs": [j.job_id for j in jobs],
-                                   "note": action.note[:2000], "launch_blob": blob}, "attempt", "launch")
+    kernel.once(AgentLaunched(attempt=ctx.attempt, launch=launch, jobs=[j.job_id for j in jobs],
+                              note=action.note[:2000], launch_blob=blob), "attempt", "launch")
     by_id = {p.job_id: a for p, a in zip(jobs, asked, strict=True)}
     commands = {job_id: (a.command, min(a.timeout_s, MAX_LAUNCH_TIMEOUT_S)) for job_id, a in by_id.items()}
     envs = {job_id: dict(a.env) for job_id, a in by_id.items() if a.env}
@@ -74,13 +75,13 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
         # A resume replaying the launch reuses its jobs from the ledger: their JobResults are those
         # the executor stored when they ended.
         ended = runner.results.get(planned.job_id) or read_result(JobFiles.of(kernel.run.jobs, planned.job_id).result)
-        record = runner.done.get(planned.job_id, {})
+        record = runner.done.get(planned.job_id)
         dest = kernel.run.root / ARTIFACTS_DIR / planned.job_id
         results.append(LaunchResult(
             name=job.name, state=m.state, exit_code=ended.exit_code if ended else None, value=m.value,
             stdout_tail=ended.stdout_tail if ended else "", stderr_tail=ended.stderr_tail if ended else "",
             artifacts_dir=str(dest) if job.artifacts and dest.is_dir() else None,
-            elapsed_s=record.get("elapsed_s"),
+            elapsed_s=record.elapsed_s if record is not None else None,
         ))
     return tuple(results)
 

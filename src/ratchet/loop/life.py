@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ratchet.compute.pids import kill_marked_under, kill_recorded
 from ratchet.core.budget import recorded_limits
@@ -27,9 +27,10 @@ from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import EXIT_INTERRUPTED, ContractError, DataError, RatchetError
 from ratchet.core.events import LEDGER_FORMAT, RESUMABLE_FORMATS
 from ratchet.core.gate_design import gate_design
-from ratchet.core.payloads import check_payload
+from ratchet.core.payloads import RunAbandoned, RunResumed, RunStarted, RunStopped, TreeRefData, check_payload
 from ratchet.core.reach import reach_warnings
 from ratchet.core.state import fold
+from ratchet.core.vocab import StopReason
 from ratchet.ledger.events import Event, EventLog, scan_log
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.index import Index
@@ -86,13 +87,14 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
     try:
         _check_same_contract(run, loaded)
         log = EventLog.open(run.events, repair=True, now=clock().isoformat())
-        if not log.events or log.events[0].kind != "run.started":
+        started = log.events[0].payload if log.events else None
+        if not isinstance(started, RunStarted):
             raise DataError("run.not_started", f"run {run_id} was stopped before it started (no run.started "
                             "in its ledger): nothing was measured, nothing to resume",
                             hint="start a new run with `ratchet run`")
-        _check_format(run_id, log.events[0].data.get("ledger_format", 1))
+        _check_format(run_id, started.ledger_format)
         state = fold(log.events)
-        mode = log.events[0].data.get("mode")
+        mode = started.mode
         if mode in ONE_SHOT_MODES:
             code = "run.is_compare" if mode == "compare" else "run.is_calibrate"
             raise DataError(code, f"run {run_id} is a `ratchet {mode}`, not a campaign: nothing to resume",
@@ -160,7 +162,7 @@ def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: Ex
 def _check_same_examples(kernel: Kernel, data: ExampleData) -> None:
     """Refuse to resume an examples run on other checks or another dataset than it started with."""
     started = kernel.find("run.started")
-    examples = (started.data.get("examples") or {}) if started else {}
+    examples = (cast(RunStarted, started.payload).examples or {}) if started else {}
     refuse_other_checks_version(examples.get("checks_version"))
     recorded = examples.get("fingerprint_blob")
     check_same_dataset(kernel.blobs.get_json(recorded) if recorded else {}, data)
@@ -179,7 +181,7 @@ def interrupted_runs(root: Path) -> list[str]:
         except RatchetError:
             out.append(run_id)  # damaged: only an explicit resume can say more
             continue
-        if not events or events[0].kind != "run.started" or events[0].data.get("mode") in ONE_SHOT_MODES:
+        if not events or not isinstance(started := events[0].payload, RunStarted) or started.mode in ONE_SHOT_MODES:
             continue
         if torn is not None or fold(events).state in ("running", "interrupted"):
             out.append(run_id)
@@ -246,20 +248,21 @@ def record_started(kernel: Kernel, salt: str, baseline_commit: str, baseline_tre
     examples fingerprint or a one-shot run's `mode`."""
     c = kernel.contract
     warnings = reach_warnings(c, looks) if looks is not None else []
-    kernel.record("run.started", {**extra,
-        "ledger_format": LEDGER_FORMAT, "run_id": kernel.run.run_id, "contract_digest": kernel.loaded.digest,
-        "baseline": {"commit": baseline_commit, "tree": baseline_tree}, "salt": salt,
-        "sandbox": kernel.sandbox.mode, "target_kind": c.target.kind, "direction": c.target.direction,
-        "limits": recorded_limits(c), "holdout_reserve": reserve, "warnings": warnings,
-        "gate": gate_design(c.gate.test, c.target.metric_range),
-        "versions": versions(),
-        "signing_key": kernel.signer.public_record() if kernel.signer is not None else None,
-    })
+    kernel.record(RunStarted(
+        ledger_format=LEDGER_FORMAT, run_id=kernel.run.run_id, contract_digest=kernel.loaded.digest,
+        baseline=TreeRefData(commit=baseline_commit, tree=baseline_tree), salt=salt,
+        sandbox=kernel.sandbox.mode, target_kind=c.target.kind, direction=c.target.direction,
+        limits=recorded_limits(c), holdout_reserve=reserve, warnings=warnings,
+        gate=gate_design(c.gate.test, c.target.metric_range),
+        versions=versions(),
+        signing_key=kernel.signer.public_record() if kernel.signer is not None else None,
+        **extra,
+    ))
 
 
 def record_resumed(kernel: Kernel) -> None:
     """Record `run.resumed` by this process."""
-    kernel.record("run.resumed", {"pid": os.getpid()})
+    kernel.record(RunResumed(pid=os.getpid()))
 
 
 def record_stopped(kernel: Kernel, reason: str, budget: str | None = None, detail: str | None = None,
@@ -267,10 +270,8 @@ def record_stopped(kernel: Kernel, reason: str, budget: str | None = None, detai
     """Record `run.stopped` with stop `reason` (core.vocab.StopReason), the `budget` that stopped
     the run, a `detail` (a budget's arithmetic, an error code, a one-shot run's mode) and a
     calibration's result. Returns the event."""
-    data: dict[str, Any] = {"stop_reason": reason, "budget": budget, "detail": detail}
-    if calibration is not None:
-        data["calibration"] = dict(calibration)
-    return kernel.record("run.stopped", data)
+    extra = {"calibration": dict(calibration)} if calibration is not None else {}
+    return kernel.record(RunStopped(stop_reason=cast(StopReason, reason), budget=budget, detail=detail, **extra))
 
 
 @dataclass(frozen=True)
@@ -339,7 +340,7 @@ def abandon(project_root: Path, run_id: str) -> Abandoned:
     try:
         log = EventLog.open(run.events, repair=True, now=utc_now())
         try:
-            if not log.events or log.events[0].kind != "run.started":
+            if not log.events or not isinstance(log.events[0].payload, RunStarted):
                 raise DataError(
                     "run.not_started",
                     f"run {run.run_id} was stopped before it started (no run.started in its ledger)",
@@ -354,9 +355,10 @@ def abandon(project_root: Path, run_id: str) -> Abandoned:
                 )
             killed = kill_recorded(run.pids)
             kill_marked_under(run.jobs)
-            data = {"pid": os.getpid(), "reason": f"abandoned by `ratchet abandon` (state {state.state})"}
-            check_payload("run.abandoned", data)  # no kernel here: the check Kernel.record makes
-            log.append("run.abandoned", data, utc_now())
+            reason = f"abandoned by `ratchet abandon` (state {state.state})"
+            data = RunAbandoned(pid=os.getpid(), reason=reason).to_data()
+            check_payload(RunAbandoned.kind, data)  # no kernel here: the check Kernel.record makes
+            log.append(RunAbandoned.kind, data, utc_now())
         finally:
             log.close()
         with Index(run.index) as index:

@@ -15,17 +15,21 @@ import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from msgspec import UNSET
 
 from ratchet.compute.base import Executor, JobResult
 from ratchet.compute.cache import MeasurementCache
+from ratchet.core.payloads import JobFinished, JobStarted, Payload
 from ratchet.core.plan import PlannedJob
+from ratchet.core.vocab import JobStage, Variant
 from ratchet.targets.base import Jobs, Task, TaskOutcome, UnitResult
 from ratchet.workspace.checkouts import CheckoutPool
 from ratchet.workspace.git import Git
 
-Record = Callable[[str, Mapping[str, Any]], None]
-"""Appends one ledger event (kind, data)."""
+Record = Callable[[Payload], None]
+"""Appends one ledger event."""
 
 Progress = Callable[[int, int], None]
 """Called with (units finished, units asked) as tasks end."""
@@ -38,7 +42,7 @@ class Interrupted(Exception):
 class Runner:
     """Measures planned jobs of one target (see the module docstring).
 
-    done: job_id -> `job.finished` data already in the ledger (reused, never re-run); cache: the
+    done: job_id -> `job.finished` payload already in the ledger (reused, never re-run); cache: the
     measurement cache (None: off); progress: see Progress; running: job_id -> external id of jobs a
     previous kernel started and never saw finish (collected when they outlive their kernel, never
     resubmitted). `results`: job_id -> the JobResult of each job this runner ran and saw end (jobs
@@ -46,7 +50,7 @@ class Runner:
     """
 
     def __init__(self, *, git: Git, executor: Executor, target: Jobs, work_dir: Path, record: Record,
-                 cache: MeasurementCache | None = None, done: Mapping[str, Mapping[str, Any]] | None = None,
+                 cache: MeasurementCache | None = None, done: Mapping[str, JobFinished] | None = None,
                  progress: Progress | None = None, running: Mapping[str, Any] | None = None):
         self.git = git
         self.executor = executor
@@ -79,7 +83,7 @@ class Runner:
     def _known(self, task: Task, attempt: int, stage: str) -> TaskOutcome | None:
         """A task's outcome without running it: recorded (resume) or cached (recorded now)."""
         if task.job_id in self.done:
-            reused = self.target.reuse(task, self.done[task.job_id])
+            reused = self.target.reuse(task, self.done[task.job_id].to_data())
             if reused is not None:
                 return reused
         key = self.target.cache_key(task) if self.cache is not None else None
@@ -94,12 +98,10 @@ class Runner:
 
         def on_submit(job_id: str, external_id: str) -> None:
             task = by_id[job_id]
-            data: dict[str, Any] = {"job_id": job_id, "attempt": attempt, "stage": stage, "variant": task.variant,
-                                    "unit": task.jobs[0].unit, "external_id": external_id,
-                                    "backend": self.executor.backend}
-            if self.executor.external_ids_are_pids:
-                data["pid"] = int(external_id)
-            self._record("job.started", data)
+            self._record(JobStarted(job_id=job_id, attempt=attempt, stage=cast(JobStage, stage),
+                                    variant=cast(Variant, task.variant), unit=task.jobs[0].unit,
+                                    external_id=external_id, backend=self.executor.backend,
+                                    pid=int(external_id) if self.executor.external_ids_are_pids else UNSET))
 
         def on_result(result: JobResult) -> None:
             if result.state == "cancelled":
@@ -140,9 +142,9 @@ class Runner:
         return checkout
 
     def _finished(self, outcome: TaskOutcome, attempt: int, stage: str) -> None:
-        data = {**outcome.record, "attempt": attempt, "stage": stage}
-        self._record("job.finished", data)
-        self.done[str(data["job_id"])] = data
+        finished = JobFinished(**{**outcome.record, "attempt": attempt, "stage": stage})
+        self._record(finished)
+        self.done[finished.job_id] = finished
 
     def _store(self, task: Task, outcome: TaskOutcome) -> None:
         if self.cache is None:
@@ -152,9 +154,9 @@ class Runner:
         if key is not None and entry is not None:
             self.cache.put(key, entry)
 
-    def _record(self, kind: str, data: Mapping[str, Any]) -> None:
+    def _record(self, payload: Payload) -> None:
         with self._lock:
-            self.record(kind, data)
+            self.record(payload)
 
     def _progress(self, finished: int, total: int) -> None:
         if self.progress is not None:

@@ -16,6 +16,7 @@ from ratchet.core.errors import MeasurementError
 from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
 from ratchet.core.jobfiles import JobFiles
+from ratchet.core.payloads import AttemptStarted, AttemptSubmitted
 from ratchet.core.plan import NO_ATTEMPT, PlannedJob, seed_draws
 from ratchet.core.stats.calibration import MIN_SEEDS, Noise, estimate_noise
 from ratchet.ledger.rundir import CALIBRATE_MODE, COMPARE_MODE
@@ -68,9 +69,9 @@ def compare_trees(loaded: LoadedContract, base_commit: str, base_tree: str, cand
     try:
         target = BenchmarkTarget(c, kernel.sandbox, salt)
         record_started(kernel, salt, base_commit, base_tree, target.reserve_units(), mode=COMPARE_MODE)
-        kernel.record("attempt.started", {"attempt": COMPARED_ATTEMPT})
-        kernel.record("attempt.submitted", {"attempt": COMPARED_ATTEMPT, "tree": candidate_tree, "summary": summary,
-                                            "report_blob": None, "params": None})
+        kernel.record(AttemptStarted(attempt=COMPARED_ATTEMPT))
+        kernel.record(AttemptSubmitted(attempt=COMPARED_ATTEMPT, tree=candidate_tree, summary=summary,
+                                       report_blob=None, params=None))
         outcome = None
         if base_tree == candidate_tree:
             decision = Decision.without_jobs("no_change", "the two revisions have the same tree: nothing to measure",
@@ -134,7 +135,7 @@ def calibrate_tree(loaded: LoadedContract, commit: str, tree: str, seeds: int, l
         table = [{"unit": job.unit, "seed": job.seed, "values": list(v) if v else None}
                  for job, v in zip(jobs[::REPEATS], values, strict=True)]
         stopped = record_stopped(kernel, "calibrated", calibration={"values": table, "noise": noise.to_json()})
-        seconds = [float(r["elapsed_s"]) for r in kernel.state().finished_jobs.values()]
+        seconds = [float(r.elapsed_s) for r in kernel.state().finished_jobs.values()]
     finally:
         kernel.close()
     return Calibrated(kernel.run.run_id, stopped.ts, len(jobs), values, table, noise, seconds, kernel.sandbox.mode)

@@ -6,13 +6,13 @@ lines to stderr. The campaign only calls the `CampaignUI` methods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ratchet.core.payloads import TrialJudged
 from ratchet.core.state import RunState
 from ratchet.present.render import fmt_interval, fmt_num, fmt_p
 
@@ -24,7 +24,7 @@ class CampaignUI(Protocol):
 
     def jobs(self, done: int, total: int) -> None: ...
 
-    def judged(self, attempt: int, stage: str, data: Mapping[str, Any]) -> None: ...
+    def judged(self, attempt: int, stage: str, data: TrialJudged) -> None: ...
 
     def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None: ...
 
@@ -37,13 +37,13 @@ REASON_INDENT = "    "
 """Indent of the lines under a verdict line that say why (a failure's stderr lines, crash counts)."""
 
 
-def _judged_line(attempt: int, stage: str, d: Mapping[str, Any]) -> str:
+def _judged_line(attempt: int, stage: str, d: TrialJudged) -> str:
     who = "holdout" if stage == "holdout" else f"attempt {attempt} {stage}"
-    kind = P_KIND_LABELS.get(d.get("p_value_kind") or "", "")
-    bound = f" bound {fmt_num(d['bound'])}" if d.get("bound") is not None else ""
-    return (f"{who}: {d['verdict']} ({d['reason']}) estimate {fmt_num(d.get('estimate'))}{bound} "
-            f"(95% {fmt_interval(d.get('interval'))}, descriptive) p {fmt_p(d.get('p_value'))}{kind} "
-            f"level {fmt_p(d.get('level'))} units {d.get('units')}")
+    kind = P_KIND_LABELS.get(d.p_value_kind or "", "")
+    bound = f" bound {fmt_num(d.bound)}" if d.bound is not None else ""
+    return (f"{who}: {d.verdict} ({d.reason}) estimate {fmt_num(d.estimate)}{bound} "
+            f"(95% {fmt_interval(d.interval)}, descriptive) p {fmt_p(d.p_value)}{kind} "
+            f"level {fmt_p(d.level)} units {d.units}")
 
 
 P_KIND_LABELS = {"exact": " (exact)", "bound": " (bound)", "monte_carlo": " (Monte Carlo)"}
@@ -55,14 +55,14 @@ RESTATED_REASONS = ("futility", "not_significant")
 follows it (how many examples crashed) is printed under the line."""
 
 
-def _why_lines(d: Mapping[str, Any]) -> str | None:
+def _why_lines(d: TrialJudged) -> str | None:
     """The verdict's reason text, indented, under a verdict that is not an acceptance (why it was
     rejected or inconclusive: a failure's last stderr lines, how many examples crashed); None for
     an acceptance or when nothing is left to say."""
-    text = str(d.get("reason_text") or "").strip()
-    if d.get("verdict") == "accepted":
+    text = (d.reason_text or "").strip()
+    if d.verdict == "accepted":
         return None
-    if d.get("reason") in RESTATED_REASONS:
+    if d.reason in RESTATED_REASONS:
         text = text.split(". ", 1)[1] if ". " in text else ""  # the gate's sentence ends at the first ". "
     if not text:
         return None
@@ -97,7 +97,7 @@ class LogUI:
     def jobs(self, done: int, total: int) -> None:
         """Job progress is not logged line by line."""
 
-    def judged(self, attempt: int, stage: str, data: Mapping[str, Any]) -> None:
+    def judged(self, attempt: int, stage: str, data: TrialJudged) -> None:
         """One line per verdict, then why when it is not an acceptance."""
         self.console.print(_judged_line(attempt, stage, data), markup=False)
         why = _why_lines(data)
@@ -148,10 +148,10 @@ class RichUI(LogUI):
         self._end_bar()
         self.console.print(f"[bold]{_attempt_line(attempt, max_attempts, state)}[/]")
 
-    def judged(self, attempt: int, stage: str, data: Mapping[str, Any]) -> None:
+    def judged(self, attempt: int, stage: str, data: TrialJudged) -> None:
         """A coloured verdict line."""
         self._end_bar()
-        colour = {"accepted": "green", "rejected": "red"}.get(str(data["verdict"]), "yellow")
+        colour = {"accepted": "green", "rejected": "red"}.get(data.verdict, "yellow")
         self.console.print(f"[{colour}]{escape(_judged_line(attempt, stage, data))}[/]", markup=True)
         why = _why_lines(data)
         if why:

@@ -12,7 +12,7 @@ import os
 import select
 import sys
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -22,6 +22,15 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from ratchet.core.payloads import (
+    AgentLaunched,
+    AttemptStarted,
+    JobFinished,
+    JobStarted,
+    Payload,
+    TrialJudged,
+    TrialPlanned,
+)
 from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
 
 REFRESH_S = 1.0
@@ -43,12 +52,11 @@ NOTE_CHARS = 200
 QUIT_KEYS = frozenset("qQ")
 
 
-def build_frame(status: Mapping[str, Any], tail: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]
-                ) -> dict[str, Any]:
+def build_frame(status: Mapping[str, Any], tail: Sequence[Payload], facts: Mapping[str, Any]) -> dict[str, Any]:
     """The `ratchet watch --json` result.
 
-    status: the `ratchet status` result; tail: ledger events (dicts) from the latest
-    attempt.started on; facts: run.started's data (target_kind, direction). Keys: run_id, state,
+    status: the `ratchet status` result; tail: the payloads of the ledger's events from the latest
+    attempt.started on; facts: run.started's target_kind and direction. Keys: run_id, state,
     stop_reason, stop_budget, kernel_pid, champion, promotions, holdout, budgets (name, used,
     limit, share; share None when unlimited), forecast (see next_stop), attempts (the total),
     last_attempts (status rows), current (see current_trial), launch (see latest_launch), ledger,
@@ -98,63 +106,62 @@ def next_stop(used: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, A
     return best
 
 
-def current_trial(tail: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]) -> dict[str, Any] | None:
+def current_trial(tail: Sequence[Payload], facts: Mapping[str, Any]) -> dict[str, Any] | None:
     """The latest attempt and, when one is planned, its latest trial stage's progress:
     {attempt, stage, trial, looks, look (1-based, None for examples), jobs_total (every look),
     jobs_done, jobs_running, pairs (units with both variants measured), estimate (mean paired gain
     so far, direction-normalized; None for examples or before a pair), judged (its verdict, or
     None while it runs)}. None when the tail holds no attempt and no plan."""
-    attempt = next((e["data"].get("attempt") for e in tail if e.get("kind") == "attempt.started"), None)
-    plans = [i for i, e in enumerate(tail) if e.get("kind") == "trial.planned"]
+    attempt = next((e.attempt for e in tail if isinstance(e, AttemptStarted)), None)
+    plans = [i for i, e in enumerate(tail) if isinstance(e, TrialPlanned)]
     if not plans:
         return None if attempt is None else {"attempt": attempt, "stage": None}
-    plan = tail[plans[-1]]["data"]
-    key = (plan.get("attempt"), plan.get("stage"))
-    started, finished, verdict = set(), {}, None
+    plan = tail[plans[-1]]
+    assert isinstance(plan, TrialPlanned)
+    key = (plan.attempt, plan.stage)
+    started: set[str] = set()
+    finished: dict[str, JobFinished] = {}
+    verdict = None
     for e in tail[plans[-1] + 1:]:
-        d = e.get("data") or {}
-        if (d.get("attempt"), d.get("stage")) != key:
-            continue
-        if e.get("kind") == "job.started":
-            started.add(d.get("job_id"))
-        elif e.get("kind") == "job.finished":
-            finished[d.get("job_id")] = d
-        elif e.get("kind") == "trial.judged":
-            verdict = d.get("verdict")
-    looks = list(plan.get("looks") or [])
+        if isinstance(e, JobStarted) and (e.attempt, e.stage) == key:
+            started.add(e.job_id)
+        elif isinstance(e, JobFinished) and (e.attempt, e.stage) == key:
+            finished[e.job_id] = e
+        elif isinstance(e, TrialJudged) and (e.attempt, e.stage) == key:
+            verdict = e.verdict
+    looks = list(plan.looks)
     pairs, estimate = _pairs(finished.values(), facts)
     look = None
     if facts.get("target_kind") != "examples" and looks:
         look = next((i + 1 for i, n in enumerate(looks) if pairs < n), len(looks))
-    return {"attempt": key[0], "stage": key[1], "trial": plan.get("trial"), "looks": looks, "look": look,
-            "jobs_total": plan.get("jobs"), "jobs_done": len(finished), "jobs_running": len(started - set(finished)),
+    return {"attempt": key[0], "stage": key[1], "trial": plan.trial, "looks": looks, "look": look,
+            "jobs_total": plan.jobs, "jobs_done": len(finished), "jobs_running": len(started - set(finished)),
             "pairs": pairs, "estimate": estimate, "judged": verdict}
 
 
-def _pairs(finished: Any, facts: Mapping[str, Any]) -> tuple[int, float | None]:
+def _pairs(finished: Iterable[JobFinished], facts: Mapping[str, Any]) -> tuple[int, float | None]:
     """(units with both variants measured ok, their mean paired gain) for a benchmark trial."""
     if facts.get("target_kind") == "examples":
         return 0, None
     sign = -1.0 if facts.get("direction") == "min" else 1.0
-    by_unit: dict[Any, dict[str, float]] = {}
+    by_unit: dict[int, dict[str, float]] = {}
     for d in finished:
-        if d.get("state") == "ok" and isinstance(d.get("value"), int | float):
-            by_unit.setdefault(d.get("unit"), {})[d.get("variant")] = float(d["value"])
+        if d.state == "ok" and d.value is not None:
+            by_unit.setdefault(d.unit, {})[d.variant] = float(d.value)
     gains = [sign * (v["candidate"] - v["champion"]) for v in by_unit.values() if len(v) == 2 and
              "candidate" in v and "champion" in v]
     return len(gains), (sum(gains) / len(gains) if gains else None)
 
 
-def latest_launch(tail: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def latest_launch(tail: Sequence[Payload]) -> dict[str, Any] | None:
     """The agent's latest launch in the tail: {attempt, launch, jobs, jobs_done, note}, or None."""
-    launches = [e["data"] for e in tail if e.get("kind") == "agent.launched"]
+    launches = [e for e in tail if isinstance(e, AgentLaunched)]
     if not launches:
         return None
     d = launches[-1]
-    jobs = d.get("jobs") if isinstance(d.get("jobs"), list) else []
-    done = {e["data"].get("job_id") for e in tail if e.get("kind") == "job.finished"}
-    return {"attempt": d.get("attempt"), "launch": d.get("launch"), "jobs": len(jobs),
-            "jobs_done": sum(job in done for job in jobs), "note": str(d.get("note") or "")[:NOTE_CHARS]}
+    done = {e.job_id for e in tail if isinstance(e, JobFinished)}
+    return {"attempt": d.attempt, "launch": d.launch, "jobs": len(d.jobs),
+            "jobs_done": sum(job in done for job in d.jobs), "note": d.note[:NOTE_CHARS]}
 
 
 # -- drawing -------------------------------------------------------------------------------------

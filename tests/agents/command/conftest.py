@@ -33,16 +33,21 @@ class Recorder:
 
     blobs: dict[str, bytes] = field(default_factory=dict)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    payloads: list[Any] = field(default_factory=list)
 
     def blob(self, data: bytes) -> str:
         self.blobs[digest_bytes(data)] = data
         return digest_bytes(data)
 
-    def record(self, kind: str, data: Any) -> None:
-        self.events.append((kind, dict(data)))
+    def record(self, payload: Any) -> None:
+        self.payloads.append(payload)
+        self.events.append((payload.kind, payload.to_data()))
 
     def legs(self) -> list[dict[str, Any]]:
         return [d for k, d in self.events if k == "agent.leg"]
+
+    def leg_payloads(self) -> list[Any]:
+        return [p for p in self.payloads if p.kind == "agent.leg"]
 
     def text(self, digest: str) -> str:
         return self.blobs[digest].decode("utf-8")

@@ -158,7 +158,7 @@ def test_a_restarted_kernel_resumes_mid_launch_and_wakes_the_agent_once(agent_pr
     launch = first.start(p.context())
     assert isinstance(launch, Launch) and len(launch.jobs) == 2
     # the kernel dies here, after the leg was recorded and before the launches ran; a new one resumes
-    legs = p.recorder.legs()
+    legs = p.recorder.leg_payloads()
     second = p.agent()
     assert second.resume(p.context(), legs, lambda digest: p.recorder.blobs[digest])
     settings = LaunchSettings(p.work / "launches", metric="score", sandbox=SandboxSpec("bwrap", False))

@@ -18,7 +18,7 @@ with all its descendants at the leg's time limit or when it exits. Without a wor
 agent is refused (SandboxError, exit 2).
 
 Records go through two callbacks, never to the ledger directly: `record_blob(bytes) -> digest` for
-prompts, wake messages and requests; `record(kind, data)` for `agent.leg` and `agent.harvested`.
+prompts, wake messages and requests; `record(payload)` for `agent.leg` and `agent.harvested`.
 Legs run through a third, `run_job(spec) -> JobResult`.
 """
 
@@ -61,12 +61,13 @@ from ratchet.compute.env import default_path
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.core.contract import CommandAgentConfig
 from ratchet.core.errors import SandboxError
+from ratchet.core.payloads import AgentHarvested, AgentLeg
 
 RecordBlob = Callable[[bytes], str]
 """Store bytes as a blob of the run; returns its digest (the loop passes `kernel.blobs.put_bytes`)."""
 
-Record = Callable[[str, Mapping[str, Any]], None]
-"""Record one event of kind `agent.leg` or `agent.harvested` with its data (JSON-ready)."""
+Record = Callable[[AgentLeg | AgentHarvested], None]
+"""Record one `agent.leg` or `agent.harvested` event."""
 
 RunJob = Callable[[JobSpec], JobResult]
 """Run one job to its end on the local executor the kernel owns, whatever the trials' backend;
@@ -182,22 +183,22 @@ class CommandAgent(Agent):
         att.notices, att.note, att.pending = [], "", []
         return self._leg(ctx, "wake", message)
 
-    def resume(self, ctx: AgentContext, legs: Sequence[Mapping[str, Any]], read_blob: Callable[[str], bytes]) -> bool:
-        """Rebuild the conversation of attempt `ctx.attempt` after a kernel restart, from the data
-        of its recorded `agent.leg` events (in order; `read_blob` reads a recorded blob). True when
+    def resume(self, ctx: AgentContext, legs: Sequence[AgentLeg], read_blob: Callable[[str], bytes]) -> bool:
+        """Rebuild the conversation of attempt `ctx.attempt` after a kernel restart, from the
+        payloads of its recorded `agent.leg` events (in order; `read_blob` reads a recorded blob). True when
         the last recorded leg ended in launches and the workspace is still there: the loop then
         runs those launches (reusing finished jobs) and calls `wake` once. False otherwise: the loop
         calls `start` (the attempt begins again in a fresh workspace)."""
         workspace = self.setup.work_dir / f"a{ctx.attempt:04d}" / "workspace"
-        if not legs or legs[-1].get("outcome") != "launch" or not (workspace / CHANNEL_DIR).is_dir():
+        if not legs or legs[-1].outcome != "launch" or not (workspace / CHANNEL_DIR).is_dir():
             return False
         att = _Attempt(ctx.attempt, workspace.resolve(), legs=len(legs), history=ctx.history)
         for leg in legs:
-            att.nudges += leg.get("kind") == "nudge"
-            if leg.get("outcome") != "launch" or not leg.get("requests_blob"):
+            att.nudges += leg.leg_kind == "nudge"
+            if leg.outcome != "launch" or not leg.requests_blob:
                 continue
             att.sleeps += 1
-            recorded = json.loads(read_blob(leg["requests_blob"]))
+            recorded = json.loads(read_blob(leg.requests_blob))
             launches = [LaunchRequest.model_validate(r, strict=False) for r in recorded["launches"]]
             att.names.update(r.name for r in launches)
             att.pending = [(r, i) for r in launches for i in range(r.array)]
@@ -288,15 +289,15 @@ class CommandAgent(Agent):
             if att.session and kind != "start" and report.session_id != att.session and self.setup.config.wake_command:
                 att.notices.append(f"the CLI answered in session {report.session_id}, not {att.session}")
             att.session = report.session_id
-        self.record("agent.leg", {
-            "attempt": att.number, "leg": att.legs, "kind": kind, "outcome": outcome, "problem": problem,
-            "message_blob": self.record_blob(message.encode("utf-8")),
-            "requests_blob": self.record_blob(json.dumps(requests.to_json()).encode()) if requests else None,
-            "job_id": result.job_id if result else None, "state": result.state if result else None,
-            "exit_code": result.exit_code if result else None,
-            "elapsed_s": result.elapsed_s if result else None,
-            "session_id": report.session_id if report else None, "tokens": report.tokens if report else {},
-        })
+        self.record(AgentLeg(
+            attempt=att.number, leg=att.legs, leg_kind=kind, outcome=outcome, problem=problem,
+            message_blob=self.record_blob(message.encode("utf-8")),
+            requests_blob=self.record_blob(json.dumps(requests.to_json()).encode()) if requests else None,
+            job_id=result.job_id if result else None, state=result.state if result else None,
+            exit_code=result.exit_code if result else None,
+            elapsed_s=result.elapsed_s if result else None,
+            session_id=report.session_id if report else None, tokens=report.tokens if report else {},
+        ))
 
     # -- what the leg asked ----------------------------------------------------------------------
 
@@ -326,14 +327,14 @@ class CommandAgent(Agent):
         s = self.setup
         assert requests.submit is not None
         got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="submit")
-        self.record("agent.harvested", {"attempt": att.number, "leg": att.legs, "use": "submit", **got.to_json()})
+        self.record(AgentHarvested(attempt=att.number, leg=att.legs, use="submit", **got.to_json()))
         summary = requests.submit.summary or (requests.submit.report.strip().splitlines() or ["(no summary)"])[0][:200]
         return Submit(tree=got.tree, report=requests.submit.report, summary=summary)
 
     def _launch(self, ctx: AgentContext, att: _Attempt, launches: Sequence[LaunchRequest]) -> Launch:
         s = self.setup
         got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="launch")
-        self.record("agent.harvested", {"attempt": att.number, "leg": att.legs, "use": "launch", **got.to_json()})
+        self.record(AgentHarvested(attempt=att.number, leg=att.legs, use="launch", **got.to_json()))
         jobs = []
         for request in launches:
             for i in range(request.array):

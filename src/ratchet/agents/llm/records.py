@@ -8,9 +8,12 @@ before the reply is used; the API key and the request headers are never part of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
+
+import msgspec
 
 from ratchet.core.budget import Charge, Reservation
+from ratchet.core.payloads import ModelCalled
 
 CallRole = Literal["strategy", "executor", "reformat"]
 """Why a call was made:
@@ -95,14 +98,20 @@ class CallRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CallRecord:
-        """The inverse of `to_json`."""
-        tries = tuple(TryRecord(t["status"], t["error"], float(t["waited_s"])) for t in data.get("tries", ()))
+        """The inverse of `to_json`. Raises msgspec.ValidationError for data that is not a
+        `model.called` payload."""
+        return cls.from_payload(msgspec.convert(data, ModelCalled))
+
+    @classmethod
+    def from_payload(cls, p: ModelCalled) -> CallRecord:
+        """The record of a `model.called` event."""
+        tries = tuple(TryRecord(t["status"], t["error"], float(t["waited_s"])) for t in p.tries)
         return cls(
-            key=data["key"], role=data["role"], request_digest=data["request_digest"],
-            request_blob=data.get("request_blob"), outcome=data["outcome"], detail=data.get("detail", ""),
-            reply_blob=data.get("reply_blob"), finish_reason=data.get("finish_reason"),
-            input_tokens=data.get("input_tokens"), output_tokens=data.get("output_tokens"),
-            charged=Charge.from_json(data["charged"]), tries=tries,
+            key=p.key, role=cast(CallRole, p.role), request_digest=p.request_digest, request_blob=p.request_blob,
+            outcome=cast(CallOutcome, p.outcome), detail=p.detail, reply_blob=p.reply_blob,
+            finish_reason=p.finish_reason,
+            input_tokens=p.input_tokens, output_tokens=p.output_tokens, charged=Charge.from_json(p.charged),
+            tries=tries,
         )
 
 

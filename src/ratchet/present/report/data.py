@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ratchet.core.events import Event
+from ratchet.core.payloads import AttemptStarted, ChampionPromoted, JobFinished
 from ratchet.core.state import parse_ts
 
 MAX_REPORT_CHARS = 8_000
@@ -34,7 +35,7 @@ class AttemptDetail:
 @dataclass(frozen=True)
 class ReportData:
     """Everything the HTML report renders. `status`: the `ratchet status` result; `gate`, `target`:
-    the contract's sections as dicts; `promotions`: champion.promoted data in order; `splits`: an
+    the contract's sections as dicts; `promotions`: champion.promoted payloads in order; `splits`: an
     examples target's final pass rates per split (with `per_check`), else None; `timeline`:
     budget_timeline rows; `details`: attempt number -> AttemptDetail; `events`: ledger events read."""
 
@@ -42,7 +43,7 @@ class ReportData:
     campaign: str
     gate: Mapping[str, Any]
     target: Mapping[str, Any]
-    promotions: Sequence[Mapping[str, Any]] = ()
+    promotions: Sequence[ChampionPromoted] = ()
     splits: Mapping[str, Any] | None = None
     timeline: Sequence[Mapping[str, Any]] = ()
     details: Mapping[int, AttemptDetail] = field(default_factory=dict)
@@ -61,16 +62,16 @@ def budget_timeline(events: Iterable[Event]) -> list[dict[str, Any]]:
     rows = [{"attempt": 0, **used}]
     current, closed, session_start = 0, 0.0, None
     for event in events:
-        d = event.data
-        if event.kind == "attempt.started" and isinstance(d.get("attempt"), int):
+        d = event.payload
+        if isinstance(d, AttemptStarted):
             if current:
                 rows.append({"attempt": current, **used})
-            current = d["attempt"]
+            current = d.attempt
             used["attempts"] += 1
-        elif event.kind == "job.finished" and not d.get("cached"):
-            used["evaluations"] += int(d.get("units_charged") or 0)
-            used["cpu_hours"] += float(d.get("cpu_s") or 0.0) / 3600.0
-            used["gpu_hours"] += float(d.get("gpu_s") or 0.0) / 3600.0
+        elif isinstance(d, JobFinished) and not d.cached:
+            used["evaluations"] += d.units_charged
+            used["cpu_hours"] += float(d.cpu_s) / 3600.0
+            used["gpu_hours"] += float(d.gpu_s or 0.0) / 3600.0
         if event.kind == "ledger.repaired":
             continue
         when = parse_ts(event.ts)
@@ -83,16 +84,16 @@ def budget_timeline(events: Iterable[Event]) -> list[dict[str, Any]]:
     return rows
 
 
-def champion_trees(attempts: Iterable[int], promotions: Sequence[Mapping[str, Any]],
+def champion_trees(attempts: Iterable[int], promotions: Sequence[ChampionPromoted],
                    baseline_tree: str | None) -> dict[int, str | None]:
     """The champion's tree each attempt was measured against: the tree of the last promotion of an
-    earlier attempt, else the baseline's. `promotions`: champion.promoted data in ledger order."""
+    earlier attempt, else the baseline's. `promotions`: champion.promoted payloads in ledger order."""
     out = {}
     for number in attempts:
         tree = baseline_tree
         for p in promotions:
-            if isinstance(p.get("attempt"), int) and p["attempt"] < number:
-                tree = p.get("tree")
+            if p.attempt < number:
+                tree = p.tree
         out[number] = tree
     return out
 

@@ -116,8 +116,8 @@ def _champion(data: ReportData) -> str:
     svg = figure_svg(champion_figure(status["attempts"], data.promotions, status["holdout"]), "champion")
     rows = [["0", "baseline", f"<code>{esc(str(status['baseline']['commit'] or '-')[:10])}</code>", "-", "-"]]
     for i, p in enumerate(data.promotions, start=1):
-        rows.append([str(i), esc(p.get("attempt")), f"<code>{esc(str(p.get('commit'))[:10])}</code>",
-                     esc(fmt_num(p.get("estimate"))), esc(fmt_interval(p.get("interval")))])
+        rows.append([str(i), esc(p.attempt), f"<code>{esc(p.commit[:10])}</code>",
+                     esc(fmt_num(p.estimate)), esc(fmt_interval(p.interval))])
     headers = [("promotion", True), ("attempt", True), ("commit", False), ("gain at promotion", True),
                ("95% interval", True)]
     note = ('<p class="note">Each step is a promotion; its gain is the confirmation\'s estimate where '

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ratchet.core.payloads import ChampionPromoted
 from ratchet.present.render import fmt_interval, fmt_num, fmt_p
 from ratchet.present.report import text
 
@@ -17,14 +18,14 @@ def render_report(
     campaign: str,
     gate: Mapping[str, Any],
     target: Mapping[str, Any],
-    promotions: Sequence[Mapping[str, Any]],
+    promotions: Sequence[ChampionPromoted],
     plots: Sequence[str] = (),
     splits: Mapping[str, Any] | None = None,
     warnings: Sequence[str] = (),
     val_trials: int = 0,
 ) -> str:
     """Markdown for one run. `status` is the `ratchet status` result; `gate` and `target` the
-    contract's sections as dicts; `promotions` the champion.promoted data in order; `plots` paths
+    contract's sections as dicts; `promotions` the champion.promoted payloads in order; `plots` paths
     relative to the report; `splits` (examples targets) the final champion's pass rates per split
     as recorded with the holdout judgment; `warnings` those recorded when the run started (trials
     that can never accept, with the fix); `val_trials` (examples) the trials measured on val."""
@@ -54,12 +55,11 @@ def _headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: 
     return out
 
 
-def _history(promotions: Sequence[Mapping[str, Any]]) -> list[str]:
+def _history(promotions: Sequence[ChampionPromoted]) -> list[str]:
     out = ["## Champion history", "", "| promotion | attempt | commit | gain at promotion | interval |",
            "|---|---|---|---|---|", "| 0 | baseline | - | - | - |"]
     for i, p in enumerate(promotions, start=1):
-        out.append(f"| {i} | {p['attempt']} | `{str(p['commit'])[:10]}` | {fmt_num(p.get('estimate'))} | "
-                   f"{fmt_interval(p.get('interval'))} |")
+        out.append(f"| {i} | {p.attempt} | `{p.commit[:10]}` | {fmt_num(p.estimate)} | {fmt_interval(p.interval)} |")
     return out + [""]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ratchet.core.payloads import ChampionPromoted
 from ratchet.present.render import BUDGETS
 
 VERDICT_COLORS = {"accepted": "tab:green", "rejected": "tab:red", "inconclusive": "tab:orange"}
@@ -32,20 +33,20 @@ def _pyplot() -> Any:
     return plt
 
 
-def champion_figure(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[Mapping[str, Any]],
+def champion_figure(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[ChampionPromoted],
                     holdout: Mapping[str, Any] | None) -> Any:
     """Step plot of the champion's cumulative confirmed gain (metric units, positive = better) after
     each attempt, with each promotion's interval, and the holdout's estimate at the end."""
     plt = _pyplot()
-    by_attempt = {p["attempt"]: p for p in promotions}
+    by_attempt = {p.attempt: p for p in promotions}
     xs, ys, total = [0], [0.0], 0.0
     fig, ax = plt.subplots(figsize=FIGSIZE_IN)
     for a in attempts:
         p = by_attempt.get(a["attempt"])
-        if p is not None and p.get("estimate") is not None:
-            total += p["estimate"]
-            lo, hi = p.get("interval") or (p["estimate"], p["estimate"])
-            ax.errorbar([a["attempt"]], [total], yerr=[[p["estimate"] - lo], [hi - p["estimate"]]],
+        if p is not None and p.estimate is not None:
+            total += p.estimate
+            lo, hi = p.interval or (p.estimate, p.estimate)
+            ax.errorbar([a["attempt"]], [total], yerr=[[p.estimate - lo], [hi - p.estimate]],
                         fmt="o", color="tab:green", capsize=3)
         xs.append(a["attempt"])
         ys.append(total)
@@ -142,7 +143,7 @@ def figure_svg(fig: Any, salt: str) -> str:
     return head + ' role="img"' + svg[head_end:]
 
 
-def champion_plot(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[Mapping[str, Any]],
+def champion_plot(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[ChampionPromoted],
                   holdout: Mapping[str, Any] | None, path: Path) -> Path:
     """champion_figure written as a PNG at `path`; returns `path`."""
     return save_png(champion_figure(attempts, promotions, holdout), path)
