@@ -89,10 +89,13 @@ class Builder:
         self.history: list[str] = []  # each finished attempt's outcome (multiplicity.LevelOutcome)
 
     def record(self, kind: str, data: dict[str, Any]) -> None:
+        """Append one event as the kernel does: signed where signed, its payload checked."""
+        from ratchet.core.payloads import check_payload
         from ratchet.ledger.signing import SIGNED_KINDS
 
         if kind in SIGNED_KINDS:
             data = self.signer.sign(kind, self.log.last_seq + 1, self.log.last_digest, data)
+        check_payload(kind, data)
         self.tick += 1
         self.log.append(kind, data, START + dt.timedelta(milliseconds=10 * self.tick))  # type: ignore[arg-type]
 
@@ -156,10 +159,11 @@ def plan_level(b: Builder, plan: Any) -> float:
 def build_run(root: Path, n_events: int, seed: int = 0) -> dict[str, int]:
     """A verifiable run of about `n_events` events under `root`; returns counts."""
     from ratchet.core.budget import recorded_limits
+    from ratchet.core.events import LEDGER_FORMAT
 
     b = Builder(root, seed)
     baseline = b.tree()
-    b.record("run.started", {"run_id": RUN_ID, "contract_digest": "sha256:" + "0" * 64,
+    b.record("run.started", {"ledger_format": LEDGER_FORMAT, "run_id": RUN_ID, "contract_digest": "sha256:" + "0" * 64,
                              "baseline": {"commit": "0" * 40, "tree": baseline}, "salt": b.salt, "sandbox": "none",
                              "target_kind": "benchmark", "direction": "max", "limits": recorded_limits(b.contract),
                              "holdout_reserve": 120, "signing_key": b.signer.public_record()})
@@ -181,7 +185,9 @@ def build_run(root: Path, n_events: int, seed: int = 0) -> dict[str, int]:
             continue
         b.history[-1] = "promoted"
         b.record("champion.promoted", {"attempt": attempt, "commit": "1" * 40, "tree": candidate,
-                                       "estimate": confirm["estimate"], "interval": confirm["interval"]})
+                                       "estimate": confirm["estimate"], "interval": confirm["interval"],
+                                       "mean": confirm.get("candidate_mean"), "lcb": confirm.get("candidate_lcb"),
+                                       "branch": f"ratchet/{RUN_ID}/champion"})
         champion, promotions = candidate, promotions + 1
     if promotions:
         b.stage("holdout", 0, 0, baseline, champion, 0, 0.0)

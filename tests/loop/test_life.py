@@ -7,11 +7,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from ratchet.core.payloads import PAYLOADS
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "ratchet"
 
 LIFECYCLE_KINDS = ("run.started", "run.resumed", "run.stopped", "run.abandoned")
-LIFECYCLE_MODELS = ("RunStarted", "RunResumed", "RunStopped", "RunAbandoned")
-"""The lifecycle events, by kind (a dict payload) and by payload model (a typed one)."""
+"""The lifecycle events."""
+
+KIND_OF_MODEL = {model.__name__: kind for kind, model in PAYLOADS.items()}
+"""Each payload model's class name -> its event kind (constructing one is writing that kind)."""
 
 LOOP_KINDS = ("attempt.", "trial.judged")
 """Kinds (prefixes) written by the loop only: an attempt's events and a verdict."""
@@ -21,8 +25,8 @@ WRITERS = ("record", "once", "append")
 
 
 def _writes(tree: ast.AST) -> list[str]:
-    """The event kinds written in `tree`: the string first argument of a WRITERS call, or the name
-    of a lifecycle payload model constructed anywhere."""
+    """The event kinds written in `tree`: the string first argument of a WRITERS call, or the kind
+    of a payload model constructed anywhere."""
     out = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -33,8 +37,8 @@ def _writes(tree: ast.AST) -> list[str]:
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 out.append(first.value)
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-        if name in LIFECYCLE_MODELS:
-            out.append(name)
+        if name in KIND_OF_MODEL:
+            out.append(KIND_OF_MODEL[name])
     return out
 
 
@@ -50,7 +54,7 @@ def _writers_of(kinds: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def test_only_loop_life_writes_a_lifecycle_event():
-    writers = _writers_of(LIFECYCLE_KINDS + LIFECYCLE_MODELS)
+    writers = _writers_of(LIFECYCLE_KINDS)
     assert set(writers) == {"loop/life.py"}, writers
     assert set(writers["loop/life.py"]) >= set(LIFECYCLE_KINDS)
 
@@ -67,4 +71,4 @@ def test_the_walk_sees_a_dict_write_a_typed_write_and_an_append():
               'log.append("run.abandoned", {}, now)\n'
               'self.k.once("attempt.started", {"attempt": 1}, "attempt")\n'
               'rows.append(x)\n')
-    assert sorted(_writes(ast.parse(source))) == ["RunStopped", "attempt.started", "run.abandoned", "run.stopped"]
+    assert sorted(_writes(ast.parse(source))) == ["attempt.started", "run.abandoned", "run.stopped", "run.stopped"]
