@@ -2,7 +2,7 @@
 
 The run is built by the real parts without running jobs: a benchmark contract (gate.units 10/20/40,
 confirm), BenchmarkTarget plans (blobs, digests), `job.finished` records carrying seeded synthetic
-metric values, decisions walked look by look through `core.gate.decide` as loop/trial.walk_looks walks
+metric values, decisions walked look by look through `core.gate.decide` as loop/trial.measure_looks walks
 them, promotions, the holdout, and the signed events of a project key: a run `ratchet verify` must
 pass in full (every plan re-compiled, every verdict re-derived, every signature checked). Timed as
 a subprocess (`ratchet verify RUN --dir PROJECT --key PUB --json`), interpreter start included, with
@@ -103,7 +103,7 @@ class Builder:
         return f"{self.rng.getrandbits(160):040x}"
 
     def measure(self, plan: Any, effect: float) -> dict[str, Any]:
-        """Job events for `plan` look by look, and the decision (as walk_looks reaches it)."""
+        """Job events for `plan` look by look, and the decision (as measure_looks reaches it)."""
         from ratchet.core.gate import decide
         from ratchet.loop.trial import settings_for, unit_scores
         from ratchet.targets.base import UnitResult

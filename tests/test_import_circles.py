@@ -156,7 +156,7 @@ def test_imports_point_inwards():
 
 def test_the_walk_sees_an_import_back_up_and_one_sideways():
     sources = {
-        "ratchet.core.gate": "def f():\n    from ratchet.loop.trial import walk_looks\n",
+        "ratchet.core.gate": "def f():\n    from ratchet.loop.trial import measure_looks\n",
         "ratchet.ledger.index": "from ratchet.present.render import fmt_num\n",
         "ratchet.loop.kernel": "from ratchet.compute.base import Executor\nfrom ratchet.core.plan import Plan\n",
     }

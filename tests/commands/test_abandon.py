@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet, set_contract
+from helpers import events, ratchet, rechain, set_contract
 
-from ratchet.core.payloads import RunAbandoned
+from ratchet.core.payloads import RunAbandoned, check_payload
 from ratchet.ledger.lock import acquire_lock
 from ratchet.loop.kernel import CRASH_AT_ENV
 from ratchet.loop.life import interrupted_runs
@@ -67,7 +67,7 @@ def test_abandon_stops_the_run_for_good_and_deletes_nothing(project: Path):
     after = events(project, run_id)
     assert after[: len(before)] == before and [e["kind"] for e in after[len(before):]] == ["run.abandoned"]
     abandoned = after[-1]["data"]
-    RunAbandoned.model_validate(abandoned)  # the documented payload: pid and reason, nothing else
+    check_payload(RunAbandoned.kind, abandoned)  # the documented payload: pid and reason, nothing else
     assert set(abandoned) == {"pid", "reason"} and "(state running)" in abandoned["reason"]
     assert before_files and before_files <= _kept_files(run_dir)
     assert interrupted_runs(project) == []  # a plain `ratchet run` is no longer blocked
@@ -92,3 +92,20 @@ def test_abandon_refuses_a_run_another_process_is_writing_naming_its_pid(project
 def test_abandon_of_an_unknown_run_is_refused(project: Path):
     code, out, _ = ratchet("abandon", "20260101-000000-abcd", "--dir", str(project))
     assert code == 2 and out["error"]["code"] == "run.not_found"
+
+
+def test_a_run_whose_events_do_not_read_as_their_models_blocks_new_runs_until_abandoned(project: Path):
+    run_id = _killed_run(project)
+    ledger = project / ".ratchet" / "runs" / run_id / "events.jsonl"
+
+    def drop_digest(event: dict) -> bool:
+        return event["kind"] == "run.started" and event["data"].pop("contract_digest", None) is not None
+
+    rechain(ledger, drop_digest)  # a chain-valid ledger whose run.started misses a required key
+    assert interrupted_runs(project) == [run_id]
+    code, out, _ = ratchet("run", str(project))
+    assert code == 2 and out["error"]["code"] == "run.interrupted_exists"
+    code, out, _ = ratchet("abandon", run_id, "--dir", str(project))
+    assert code == 0 and out["result"]["state_before"] == "unreadable", out
+    assert interrupted_runs(project) == []
+    assert events(project, run_id)[-1]["kind"] == "run.abandoned"

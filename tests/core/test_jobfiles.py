@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ratchet.core.errors import LedgerError
-from ratchet.core.jobfiles import JobFiles, artifacts_dir, pid_file
+from ratchet.core.jobfiles import JobFiles, pid_file
 from ratchet.ledger.rundir import RunDir
 
 
@@ -19,14 +19,13 @@ def test_a_jobs_files_keep_the_names_recorded_runs_hold():
     assert named == {"stdout", "stderr", "result.json", "scratch", "task.json", "stdin", "outcome.json"}
     assert all(p.parent == files.dir for p in (files.stdout, files.result, files.outcome))
     assert pid_file(Path("/r/pids"), "j1") == Path("/r/pids/j1.pid")
-    assert artifacts_dir(Path("/r"), "a0001-launch1-j00") == Path("/r/artifacts/a0001-launch1-j00")
 
 
 def test_a_runs_job_files_are_under_its_jobs_directory(tmp_path: Path):
     run = RunDir(tmp_path, "20261130-063650-ab12")
     assert run.job_files("t1-candidate-u3") == JobFiles.of(run.jobs, "t1-candidate-u3")
     assert run.job_files("t1-candidate-u3").dir == run.job_dir("t1-candidate-u3")
-    assert artifacts_dir(run.root, "j") == run.artifacts / "j" == run.root / "artifacts" / "j"
+    assert run.artifacts / "j" == run.root / "artifacts" / "j"
     assert run.work == run.root / "work"
     with pytest.raises(LedgerError) as caught:
         run.job_files("../escape")

@@ -1,7 +1,7 @@
 """Re-deriving a run's measurements offline for `ratchet verify`: the run's target rebuilt from its
 run directory alone (the contract kept there, the salt and sandbox run.started recorded, an
 examples split from its recorded fingerprint), and a plan's verdict walked again through the gate
-from the recorded `job.finished` results, look by look, exactly as `loop/trial.walk_looks` walked it
+from the recorded `job.finished` results, look by look, exactly as `loop/trial.measure_looks` walked it
 (champion retries included).
 """
 

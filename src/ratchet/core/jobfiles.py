@@ -91,8 +91,3 @@ class JobFiles:
 def pid_file(pid_dir: str | Path, job_id: str) -> Path:
     """`<pid_dir>/<job_id>.pid`: the record of a running local job."""
     return Path(pid_dir) / f"{job_id}{PID_SUFFIX}"
-
-
-def artifacts_dir(run_root: str | Path, job_id: str) -> Path:
-    """`<run_root>/artifacts/<job_id>/`: where a launched job's declared artifacts are copied."""
-    return Path(run_root) / ARTIFACTS_DIR / job_id

@@ -50,7 +50,7 @@ from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
 from ratchet.loop.measure import Progress
-from ratchet.loop.trial import TrialOutcome, settings_for, walk_looks
+from ratchet.loop.trial import TrialOutcome, measure_looks, settings_for
 from ratchet.present.progress import CampaignUI
 from ratchet.present.status import final_verdict
 from ratchet.targets.base import Target
@@ -417,7 +417,7 @@ def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, marg
     ), "attempt", "stage").payload)
     level = planned.level  # as recorded when the stage was first planned
     margin = margin if planned.margin is UNSET else planned.margin
-    return walk_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
+    return measure_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
 
 
 def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,

@@ -14,7 +14,6 @@ from dataclasses import asdict, replace
 from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, MAX_LAUNCH_TIMEOUT_S, AgentContext, Launch, LaunchJob, LaunchResult
 from ratchet.compute.base import ArtifactSpec
 from ratchet.compute.outcome import read_result
-from ratchet.core.jobfiles import ARTIFACTS_DIR, JobFiles
 from ratchet.core.payloads import AgentLaunched
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
@@ -62,7 +61,7 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     by_id = {p.job_id: a for p, a in zip(jobs, asked, strict=True)}
     commands = {job_id: (a.command, min(a.timeout_s, MAX_LAUNCH_TIMEOUT_S)) for job_id, a in by_id.items()}
     envs = {job_id: dict(a.env) for job_id, a in by_id.items() if a.env}
-    artifacts = {job_id: ArtifactSpec(tuple(a.artifacts), kernel.run.root / ARTIFACTS_DIR / job_id)
+    artifacts = {job_id: ArtifactSpec(tuple(a.artifacts), kernel.run.artifacts / job_id)
                  for job_id, a in by_id.items() if a.artifacts}
     target = launch_jobs_target(kernel.contract, kernel.sandbox, commands, envs, artifacts)
     runner = kernel.runner(target, progress)
@@ -74,9 +73,9 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
         m = measured[planned.job_id]
         # A resume replaying the launch reuses its jobs from the ledger: their JobResults are those
         # the executor stored when they ended.
-        ended = runner.results.get(planned.job_id) or read_result(JobFiles.of(kernel.run.jobs, planned.job_id).result)
+        ended = runner.results.get(planned.job_id) or read_result(kernel.run.job_files(planned.job_id).result)
         record = runner.done.get(planned.job_id)
-        dest = kernel.run.root / ARTIFACTS_DIR / planned.job_id
+        dest = kernel.run.artifacts / planned.job_id
         results.append(LaunchResult(
             name=job.name, state=m.state, exit_code=ended.exit_code if ended else None, value=m.value,
             stdout_tail=ended.stdout_tail if ended else "", stderr_tail=ended.stderr_tail if ended else "",

@@ -24,7 +24,7 @@ from typing import Any, cast
 from ratchet.compute.pids import kill_marked_under, kill_recorded
 from ratchet.core.budget import recorded_limits
 from ratchet.core.contract_load import LoadedContract, parse_contract
-from ratchet.core.errors import EXIT_INTERRUPTED, ContractError, DataError, RatchetError
+from ratchet.core.errors import EXIT_INTERRUPTED, ContractError, DataError, LedgerError, RatchetError
 from ratchet.core.events import LEDGER_FORMAT, RESUMABLE_FORMATS
 from ratchet.core.gate_design import gate_design
 from ratchet.core.payloads import RunAbandoned, RunResumed, RunStarted, RunStopped, TreeRefData, check_payload
@@ -181,10 +181,16 @@ def interrupted_runs(root: Path) -> list[str]:
         except RatchetError:
             out.append(run_id)  # damaged: only an explicit resume can say more
             continue
-        if not events or not isinstance(started := events[0].payload, RunStarted) or started.mode in ONE_SHOT_MODES:
+        if not events or events[0].kind != "run.started":
             continue
-        if torn is not None or fold(events).state in ("running", "interrupted"):
-            out.append(run_id)
+        try:
+            if cast(RunStarted, events[0].payload).mode in ONE_SHOT_MODES:
+                continue
+            if torn is not None or fold(events).state in ("running", "interrupted"):
+                out.append(run_id)
+        except RatchetError:  # an event that does not read as its model: unless abandoned, it blocks
+            if events[-1].kind != "run.abandoned":
+                out.append(run_id)
     return out
 
 
@@ -317,8 +323,8 @@ def one_shot_interrupts(kernel: Kernel, mode: str) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Abandoned:
-    """An abandoned run: its state before (`running` or `interrupted`) and the job ids whose
-    leftover processes were killed."""
+    """An abandoned run: its state before (`running`, `interrupted`, or `unreadable` when an event
+    does not read as its model) and the job ids whose leftover processes were killed."""
 
     run_id: str
     state_before: str
@@ -340,29 +346,44 @@ def abandon(project_root: Path, run_id: str) -> Abandoned:
     try:
         log = EventLog.open(run.events, repair=True, now=utc_now())
         try:
-            if not log.events or not isinstance(log.events[0].payload, RunStarted):
+            if not log.events or log.events[0].kind != "run.started":
                 raise DataError(
                     "run.not_started",
                     f"run {run.run_id} was stopped before it started (no run.started in its ledger)",
                     hint="it measured nothing and blocks nothing: start a new run with `ratchet run`",
                 )
-            state = fold(log.events)
-            if state.state == "stopped":
-                raise DataError(
-                    "run.finished",
-                    f"run {run.run_id} already stopped ({state.stop_reason}); there is nothing to abandon",
-                    hint="a new `ratchet run` is not blocked by a stopped run",
-                )
+            state_before = _state_before_abandon(run.run_id, log.events)
             killed = kill_recorded(run.pids)
             kill_marked_under(run.jobs)
-            reason = f"abandoned by `ratchet abandon` (state {state.state})"
+            reason = f"abandoned by `ratchet abandon` (state {state_before})"
             data = RunAbandoned(pid=os.getpid(), reason=reason).to_data()
             check_payload(RunAbandoned.kind, data)  # no kernel here: the check Kernel.record makes
             log.append(RunAbandoned.kind, data, utc_now())
         finally:
             log.close()
-        with Index(run.index) as index:
-            index.sync(list(log.events))
+        try:
+            with Index(run.index) as index:
+                index.sync(list(log.events))
+        except LedgerError as exc:
+            if exc.code != "ledger.malformed":
+                raise  # the index is derived: one that cannot read an event is left for `status` to name
     finally:
         lock.release()
-    return Abandoned(run.run_id, state.state, killed)
+    return Abandoned(run.run_id, state_before, killed)
+
+
+def _state_before_abandon(run_id: str, events: Sequence[Event]) -> str:
+    """The state of a run about to be abandoned: `running` or `interrupted`, or `unreadable` when an
+    event does not read as its model (such a run can never be resumed: abandoning it is the way
+    out). Raises DataError `run.finished` for a run that already stopped."""
+    try:
+        state = fold(events)
+    except LedgerError:
+        return "unreadable"
+    if state.state == "stopped":
+        raise DataError(
+            "run.finished",
+            f"run {run_id} already stopped ({state.stop_reason}); there is nothing to abandon",
+            hint="a new `ratchet run` is not blocked by a stopped run",
+        )
+    return state.state

@@ -62,7 +62,7 @@ def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[
     return scores
 
 
-def walk_looks(plan: Plan, target: Target, runner: Runner, settings: GateSettings) -> TrialOutcome:
+def measure_looks(plan: Plan, target: Target, runner: Runner, settings: GateSettings) -> TrialOutcome:
     """Measure `plan` of `target` through `runner` look by look until the gate decides. Raises
     measure.Interrupted on Ctrl-C."""
     results: dict[str, UnitResult] = {}
