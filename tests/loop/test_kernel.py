@@ -40,12 +40,18 @@ def test_find_and_once_see_events_recorded_after_an_earlier_find(bench_repo: Pat
     try:
         record_started(kernel, salt, git.head_commit(), git.tree_of("HEAD"), 0)
         assert kernel.find("attempt.started", attempt=1) is None
-        one = kernel.once(AttemptStarted(attempt=1), "attempt")
-        assert kernel.once(AttemptStarted(attempt=1), "attempt") == one  # not recorded twice
-        kernel.record(AttemptGaveUp(attempt=1, reason="first", stops_campaign=False))
+        kernel.once(AttemptStarted(attempt=1), "attempt")
+        kernel.once(AttemptStarted(attempt=1), "attempt")
+        assert len(kernel.events_of("attempt.started")) == 1  # not recorded twice
+        one = kernel.find("attempt.started", attempt=1)
+        first = kernel.once(AttemptGaveUp(attempt=1, reason="first", stops_campaign=False), "attempt")
+        again = kernel.once(AttemptGaveUp(attempt=1, reason="other", stops_campaign=True), "attempt")
+        assert again == first and again.reason == "first"  # the recorded payload, not the one asked
         kernel.record(AttemptStarted(attempt=2))
         kernel.record(AttemptGaveUp(attempt=2, reason="second", stops_campaign=False))
         assert kernel.find("attempt.started", attempt=2).seq == one.seq + 2
+        assert kernel.recorded(AttemptGaveUp, attempt=2).reason == "second"
+        assert kernel.recorded(AttemptGaveUp, attempt=3) is None
         assert kernel.find("attempt.gave_up").payload.reason == "second"  # the last of its kind
         assert kernel.find("attempt.gave_up", attempt=1).payload.reason == "first"
         assert kernel.find("attempt.gave_up", attempt=3) is None

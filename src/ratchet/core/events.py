@@ -31,8 +31,7 @@ LEDGER_FORMAT = 3
 """The ledger format this build writes (`run.started` data.ledger_format; a run without it is format
 1). A change to what events mean or hold bumps it; RESUMABLE_FORMATS says which this build resumes.
 
-1: no recorded preflight, examples plans of their own format, every
-   give-up ending the campaign.
+1: no recorded preflight, examples plans of their own format, every give-up ending the campaign.
 2: the preflight recorded (stage `preflight`), examples plans as `Plan`s over example ids, give-ups
    ending only their attempt (`stops_campaign`), agent legs and model calls recorded.
 3: budget charges (`model.reserved.charge`, `model.called.charged`) keyed by resource name

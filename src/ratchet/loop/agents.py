@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ratchet.agents.base import Agent
 from ratchet.compute.base import JobResult, JobSpec, run_jobs
@@ -144,8 +144,8 @@ class LedgerJournal:
         """The latest recorded call of slot `key`, or None (a resume reuses its reply)."""
         from ratchet.agents.llm.records import CallRecord
 
-        event = self.link._k().find("model.called", key=key)
-        return CallRecord.from_payload(cast(ModelCalled, event.payload)) if event is not None else None
+        called = self.link._k().recorded(ModelCalled, key=key)
+        return CallRecord.from_payload(called) if called is not None else None
 
 
 def model_budget_records(kernel: Kernel) -> list[Reservation | Settlement]:

@@ -37,12 +37,13 @@ def check_recorded_plan(k: Kernel, plan: Plan) -> None:
     """Refuse to measure a plan that differs from the one recorded for its (attempt, stage) (a
     resume re-compiles every plan). Raises PlanError `plan.digest_mismatch` naming both digests."""
     recorded = k.find("trial.planned", attempt=plan.attempt, stage=plan.stage)
-    if recorded is None or cast(TrialPlanned, recorded.payload).plan_digest == plan.digest:
+    digest = cast(TrialPlanned, recorded.payload).plan_digest if recorded is not None else plan.digest
+    if recorded is None or digest == plan.digest:
         return
     raise PlanError(
         "plan.digest_mismatch",
         f"the {plan.stage} plan of attempt {plan.attempt} re-compiles to {plan.digest}, but event "
-        f"{recorded.seq} recorded {cast(TrialPlanned, recorded.payload).plan_digest}: the run's inputs changed since",
+        f"{recorded.seq} recorded {digest}: the run's inputs changed since",
         hint="restore the contract, examples and salt the run started with, or start a new run",
     )
 

@@ -10,7 +10,7 @@ candidates again.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from msgspec import UNSET
 
@@ -183,9 +183,8 @@ class Campaign:
         state = self.k.state()
         self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
         ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed, self._history(state))
-        submitted = self.k.find("attempt.submitted", attempt=number)
-        action = (self._recorded_submission(cast(AttemptSubmitted, submitted.payload)) if submitted
-                  else self._converse(ctx))
+        submitted = self.k.recorded(AttemptSubmitted, attempt=number)
+        action = self._recorded_submission(submitted) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
             self.k.once(AttemptGaveUp(attempt=number, reason=action.reason, stops_campaign=action.stops_campaign),
                         "attempt")
@@ -279,8 +278,8 @@ class Campaign:
             self._judged(number, "trial", early, None)
             return
         state = self.k.state()
-        planned = self.k.find("trial.planned", attempt=number, stage="trial")
-        trial = cast(TrialPlanned, planned.payload).trial if planned else state.trials_run + 1
+        planned = self.k.recorded(TrialPlanned, attempt=number, stage="trial")
+        trial = planned.trial if planned else state.trials_run + 1
         gate = self.contract.gate
         levels = attempt_levels(gate.alpha, gate.multiplicity, number, self.contract.budget.max_attempts,
                                 level_history(state, number), confirm=self.confirms)
@@ -411,10 +410,10 @@ def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, marg
     measure.Interrupted on Ctrl-C."""
     check_recorded_plan(k, plan)
     blob = k.blobs.put_bytes(plan.canonical_bytes())
-    planned = cast(TrialPlanned, k.once(TrialPlanned(
+    planned = k.once(TrialPlanned(
         attempt=plan.attempt, trial=plan.trial, stage=plan.stage, plan_digest=plan.digest, plan_blob=blob,
         level=level, margin=margin, looks=list(plan.looks), jobs=len(plan.jobs),
-    ), "attempt", "stage").payload)
+    ), "attempt", "stage")
     level = planned.level  # as recorded when the stage was first planned
     margin = margin if planned.margin is UNSET else planned.margin
     return measure_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
@@ -429,7 +428,7 @@ def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outc
     if outcome is not None:
         data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
                     champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb)
-    return cast(TrialJudged, k.once(TrialJudged(**data), "attempt", "stage").payload)
+    return k.once(TrialJudged(**data), "attempt", "stage")
 
 
 def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
@@ -463,5 +462,5 @@ def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str
 def run_warnings(kernel: Kernel) -> list[str]:
     """The warnings recorded in the run's `run.started` (see life.record_started); [] for runs recorded
     before warnings were."""
-    started = kernel.find("run.started")
-    return [str(w) for w in (cast(RunStarted, started.payload).warnings or [])] if started else []
+    started = kernel.recorded(RunStarted)
+    return [str(w) for w in (started.warnings or [])] if started else []

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ratchet.compute.base import Executor, SandboxSpec
 from ratchet.compute.cache import MeasurementCache
@@ -38,6 +38,8 @@ from ratchet.targets.base import Jobs
 from ratchet.workspace.git import Git
 
 Clock = Callable[[], dt.datetime]
+
+P = TypeVar("P", bound=Payload)
 
 CRASH_AT_ENV = "RATCHET_TEST_CRASH_AT"
 """Test hook (tests/loop/test_resume.py): `before:<event kind>:<n>` or `after:<event kind>:<n>` makes the
@@ -150,10 +152,18 @@ class Kernel:
                 self._indexed = event.seq + 1
             return self._by_kind.get(kind, [])
 
-    def once(self, payload: Payload, *keys: str) -> Event:
+    def recorded(self, model: type[P], **key: Any) -> P | None:
+        """The payload of the last recorded event of `model`'s kind whose fields match every `key`
+        (see `find`), or None."""
+        event = self.find(model.kind, **key)
+        return cast(P, event.payload) if event is not None else None  # PAYLOADS[model.kind] is model
+
+    def once(self, payload: P, *keys: str) -> P:
         """Record `payload` unless an event of its kind with the same `keys` field values exists (a
-        resume replaying the loop never records a step twice); returns the event either way."""
-        return self.find(payload.kind, **{k: getattr(payload, k) for k in keys}) or self.record(payload)
+        resume replaying the loop never records a step twice); returns the recorded payload either
+        way (the earlier one when it existed: its values, not `payload`'s, are the run's)."""
+        event = self.find(payload.kind, **{k: getattr(payload, k) for k in keys}) or self.record(payload)
+        return cast(P, event.payload)
 
     def state(self) -> RunState:
         """The run's state folded from its ledger; folded again only when an event was appended

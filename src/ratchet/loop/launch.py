@@ -75,11 +75,11 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
         # the executor stored when they ended.
         ended = runner.results.get(planned.job_id) or read_result(kernel.run.job_files(planned.job_id).result)
         record = runner.done.get(planned.job_id)
-        dest = kernel.run.artifacts / planned.job_id
+        wanted = artifacts.get(planned.job_id)
         results.append(LaunchResult(
             name=job.name, state=m.state, exit_code=ended.exit_code if ended else None, value=m.value,
             stdout_tail=ended.stdout_tail if ended else "", stderr_tail=ended.stderr_tail if ended else "",
-            artifacts_dir=str(dest) if job.artifacts and dest.is_dir() else None,
+            artifacts_dir=str(wanted.dest) if wanted is not None and wanted.dest.is_dir() else None,
             elapsed_s=record.elapsed_s if record is not None else None,
         ))
     return tuple(results)

@@ -161,8 +161,8 @@ def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: Ex
 
 def _check_same_examples(kernel: Kernel, data: ExampleData) -> None:
     """Refuse to resume an examples run on other checks or another dataset than it started with."""
-    started = kernel.find("run.started")
-    examples = (cast(RunStarted, started.payload).examples or {}) if started else {}
+    started = kernel.recorded(RunStarted)
+    examples = (started.examples or {}) if started else {}
     refuse_other_checks_version(examples.get("checks_version"))
     recorded = examples.get("fingerprint_blob")
     check_same_dataset(kernel.blobs.get_json(recorded) if recorded else {}, data)
