@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from helpers import events, ratchet, rechain
 
+from ratchet.core.gate_design import GATE_RULES
 from ratchet.core.plan import unit_seeds
 from ratchet.ledger.events import read_events
 from ratchet.loop.kernel import CRASH_AT_ENV
@@ -584,6 +585,32 @@ def test_a_resume_takes_the_ledger_formats_this_build_reads_and_refuses_older_on
     else:
         assert code == 2 and out["error"]["code"] == "ledger.old_format", out
         assert f"ledger format {recorded or 1}" in out["error"]["message"]
+        assert _ledger(project)[-1]["kind"] == "attempt.started"  # the refused resume wrote nothing
+
+
+@pytest.mark.parametrize("recorded, resumes", [(GATE_RULES, True), (1, False), (None, False)])
+def test_a_resume_takes_the_gate_rules_this_build_judges_by_and_refuses_older_ones(project: Path, recorded,
+                                                                                    resumes):
+    child = Child(project, crash_at="after:attempt.started:1")
+    assert child.wait() == -signal.SIGKILL
+    run_id = _run_id(project)
+
+    def set_rules(event: dict[str, Any]) -> bool:
+        if event["kind"] != "run.started":
+            return False
+        if recorded is None:
+            del event["data"]["gate"]["rules"]  # before the rules were recorded: rules 1
+        else:
+            event["data"]["gate"]["rules"] = recorded
+        return True
+
+    rechain(project / ".ratchet" / "runs" / run_id / "events.jsonl", set_rules)
+    code, out, _ = ratchet("run", str(project), "--resume", run_id)
+    if resumes:
+        assert code == 0 and out["result"]["run_id"] == run_id, out
+    else:
+        assert code == 2 and out["error"]["code"] == "run.old_rules", out
+        assert f"gate rules {recorded or 1}" in out["error"]["message"]
         assert _ledger(project)[-1]["kind"] == "attempt.started"  # the refused resume wrote nothing
 
 

@@ -31,6 +31,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.contract_load import parse_contract
 from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanError
 from ratchet.core.events import LedgerLineError
+from ratchet.core.gate_design import recorded_rules
 from ratchet.core.plan import Plan
 from ratchet.core.state import Folder, RunState
 from ratchet.core.stats.multiplicity import AttemptLevels, attempt_levels
@@ -312,7 +313,7 @@ def _verdicts(view: RunView, target: Target, plans: list[tuple[Planned, Plan]], 
         level = p.level if isinstance(p.level, int | float) else 0.0
         margin = p.margin if isinstance(p.margin, int | float) else 0.0
         try:
-            settings = settings_for(plan, target, float(level), float(margin))
+            settings = settings_for(plan, target, float(level), float(margin), recorded_rules(view.gate))
             derived = rederive(plan, target, settings, recorded, judged.seq)
         except Exception as exc:  # a recorded value the gate refuses (a tampered score) is a finding
             out.append(Finding("verify.verdict", judged.seq, f"{p.stage} of attempt {p.attempt}: the recorded "

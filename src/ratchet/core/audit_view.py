@@ -125,6 +125,11 @@ class RunView:
         return given(self.started.mode) if self.started is not None else None
 
     @property
+    def gate(self) -> dict[str, Any] | None:
+        """The gate design run.started recorded (`gate_design.gate_design`), None when absent."""
+        return self.started.gate if self.started is not None else None
+
+    @property
     def salt(self) -> str | None:
         """The run's salt as run.started recorded it."""
         return self.started.salt if self.started is not None else None

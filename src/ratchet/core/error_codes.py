@@ -142,6 +142,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                   "gate.min_effect_rel to finite values >= 0"),
     "gate.bad_max_attempts": _bad_input("budget.max_attempts is not an integer >= 1: set it to one"),
     "gate.bad_multiplicity": _bad_input("gate.multiplicity is neither campaign nor trial: use one of those"),
+    "gate.bad_rules": _bad_input("run.started records gate rules this build does not know: verify the run with the "
+                                 "Ratchet version that recorded it"),
     "gate.bad_score": _bad_input("a binary metric gave a score other than 0 or 1: use kind continuous for other "
                                  "metrics"),
     "gate.bad_settings": _bad_input("the gate's settings contradict each other: fix each problem the message lists"),
@@ -249,6 +251,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                          "`ratchet abandon` it, before starting another"),
     "run.is_compare": _bad_input("the run is a `ratchet compare`, which does not resume: run the comparison again"),
     "run.is_calibrate": _bad_input("the run is a `ratchet calibrate`, which does not resume: run it again"),
+    "run.old_rules": _bad_input("the run was judged by older gate rules than this build's: start a new run; "
+                                "status, report and verify still read it"),
     "run.not_found": _bad_input("no run with that id, or no run at all, in the project: `ratchet status` lists "
                                 "the runs"),
     "run.not_started": _bad_input("the run stopped before run.started was recorded and measured nothing: start a "

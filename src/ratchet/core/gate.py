@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ratchet.core.errors import RatchetError
+from ratchet.core.gate_design import GATE_RULES
 from ratchet.core.vocab import GateTest, PValueKind, Spending
 
 Verdict = Literal["accepted", "rejected", "inconclusive", "continue"]
@@ -93,7 +94,9 @@ class GateSettings:
     seed: seeds the sign-flip Monte Carlo beyond 20 units; test: gate.test for continuous scores
     (`guarded_sign_flip`, `sign_flip` or `betting`; binary scores always use their exact tests);
     metric_range: (lo, hi) of one score, target.metric_range, required by `betting` (scores outside
-    it raise `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential).
+    it raise `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential);
+    rules: the gate rules version the verdict is judged by (gate_design.GATE_RULES; older runs
+    re-derive with theirs).
     Raises RatchetError `gate.bad_settings` (or PlanError for bad looks) when built with invalid values.
     """
 
@@ -106,6 +109,7 @@ class GateSettings:
     test: GateTest = "guarded_sign_flip"
     metric_range: tuple[float, float] | None = None
     spending: Spending = "linear"
+    rules: int = GATE_RULES
 
     def __post_init__(self) -> None:
         from ratchet.core.stats.sequential import validate_looks
@@ -124,6 +128,8 @@ class GateSettings:
             problems.append(f"direction must be 'max' or 'min', got {self.direction!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             problems.append(f"seed must be an integer, got {self.seed!r}")
+        if isinstance(self.rules, bool) or self.rules not in range(1, GATE_RULES + 1):
+            problems.append(f"rules must be a gate rules version 1 to {GATE_RULES}, got {self.rules!r}")
         problems += _test_problems(self.test, self.metric_range, self.kind, self.spending)
         if self.metric_range is not None and not problems:
             object.__setattr__(self, "metric_range", (float(self.metric_range[0]), float(self.metric_range[1])))

@@ -9,6 +9,32 @@ from collections.abc import Sequence
 from ratchet.core.errors import RatchetError
 from ratchet.core.vocab import GateTest, Spending
 
+GATE_RULES = 2
+"""The version of the rules a verdict is judged by, recorded in `run.started` data.gate.rules (a run
+that records none was judged by rules 1). `ratchet verify` re-derives each run's verdicts with the
+rules it recorded; a run is resumed only under the rules it started with.
+
+- 1: harmful-tail guard at a fixed 6 robust SDs; `betting` bets over the two-sided range
+  [lo - hi, hi - lo] capped at 0.75 / mu0; examples agents shown each trial's val means.
+- 2: harmful-tail guard threshold chosen by the number of units; `betting` is the floor
+  e-process (aGRAPA bets above `gate.max_unit_loss`); examples agents shown dev results and of val
+  only whether the candidate was promoted.
+"""
+
+RESUMABLE_RULES = frozenset({GATE_RULES})
+"""The gate rules this build judges new trials by: a run recorded under others verifies, never resumes."""
+
+
+def recorded_rules(gate: object) -> int:
+    """The gate rules a run recorded (`run.started` data.gate), 1 when it records none (runs from
+    before the rules were recorded). Raises RatchetError `gate.bad_rules` for a value that is not a
+    known rules version."""
+    value = gate.get("rules", 1) if isinstance(gate, dict) else 1
+    if isinstance(value, bool) or value not in range(1, GATE_RULES + 1):
+        raise RatchetError("gate.bad_rules", f"run.started records gate rules {value!r}; this build knows "
+                           f"rules 1 to {GATE_RULES}", hint="verify it with the Ratchet version that recorded it")
+    return int(value)
+
 
 def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
     """The looks of a confirmation on fresh units: one look at the design's last look, looks[-1],
@@ -33,6 +59,7 @@ def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: 
     from ratchet.core.stats.sequential import SPENDING_NAMES
 
     return {
+        "rules": GATE_RULES,
         "test": test,
         "guarantee": guarantee(test),
         "metric_range": None if metric_range is None else [float(v) for v in metric_range],

@@ -26,7 +26,7 @@ from ratchet.core.budget import recorded_limits
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import EXIT_INTERRUPTED, ContractError, DataError, LedgerError, RatchetError
 from ratchet.core.events import LEDGER_FORMAT, RESUMABLE_FORMATS
-from ratchet.core.gate_design import gate_design
+from ratchet.core.gate_design import GATE_RULES, RESUMABLE_RULES, gate_design, recorded_rules
 from ratchet.core.payloads import RunAbandoned, RunResumed, RunStarted, RunStopped, TreeRefData, check_payload
 from ratchet.core.reach import reach_warnings
 from ratchet.core.state import fold
@@ -93,6 +93,7 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
                             "in its ledger): nothing was measured, nothing to resume",
                             hint="start a new run with `ratchet run`")
         _check_format(run_id, started.ledger_format)
+        _check_rules(run_id, started.gate)
         state = fold(log.events)
         mode = started.mode
         if mode in ONE_SHOT_MODES:
@@ -192,6 +193,20 @@ def interrupted_runs(root: Path) -> list[str]:
             if events[-1].kind != "run.abandoned":
                 out.append(run_id)
     return out
+
+
+def _check_rules(run_id: str, gate: Any) -> None:
+    """Refuse to resume a run judged by other gate rules than this build's (its remaining trials
+    would be judged differently from its first ones). Raises DataError `run.old_rules`."""
+    rules = recorded_rules(gate)
+    if rules not in RESUMABLE_RULES:
+        raise DataError(
+            "run.old_rules",
+            f"run {run_id} was judged by gate rules {rules}; this build judges by rules {GATE_RULES} "
+            "(docs/gate.md, \"Gate rules\"), so its remaining trials cannot be judged as its first ones were",
+            hint=f"start a new run with `ratchet run`; `ratchet verify {run_id}` re-derives its verdicts with "
+                 "its own rules, and status and report still read it",
+        )
 
 
 def _check_format(run_id: str, recorded: Any) -> None:

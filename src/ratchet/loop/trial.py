@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ratchet.core.gate import Decision, GateSettings, UnitScore, decide
+from ratchet.core.gate_design import GATE_RULES
 from ratchet.core.plan import Plan, retry_job
 from ratchet.loop.measure import Runner
 from ratchet.targets.base import Target, UnitResult
@@ -143,8 +144,9 @@ def _with_unit_endings(decision: Decision, results: Mapping[str, UnitResult], no
     return replace(decision, reason_text=text)
 
 
-def settings_for(plan: Plan, target: Target, level: float, margin: float) -> GateSettings:
-    """The gate's settings for `plan` on `target` at `level` with `margin`."""
+def settings_for(plan: Plan, target: Target, level: float, margin: float, rules: int = GATE_RULES) -> GateSettings:
+    """The gate's settings for `plan` on `target` at `level` with `margin`, judged by gate `rules`
+    (this build's unless re-deriving an older run)."""
     return GateSettings(looks=plan.looks, level=level, margin=margin, kind=target.score_kind,
                         direction=target.direction, seed=plan.gate_seed, test=target.test,
-                        metric_range=target.metric_range)
+                        metric_range=target.metric_range, rules=rules)
