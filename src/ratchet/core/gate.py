@@ -327,7 +327,7 @@ def look_test(settings: GateSettings) -> Any:
 
     return LookTest(
         settings.kind, settings.test, max(settings.level, 1e-300), settings.looks[-1], settings.seed,
-        settings.metric_range,
+        settings.metric_range, settings.rules,
     )
 
 

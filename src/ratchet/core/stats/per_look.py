@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ratchet.core.gate_design import GATE_RULES
 from ratchet.core.stats.betting import betting_min_p, betting_test, difference_range
 from ratchet.core.stats.bounds import lower_bound
 from ratchet.core.stats.paired import (
@@ -38,7 +39,8 @@ class LookTest:
 
     kind: binary or continuous scores; test: gate.test (continuous only); level and horizon (the
     last look's units): tune the betting test's bets; seed: seeds the sign-flip Monte Carlo;
-    metric_range: (lo, hi) of one score, required by `betting` (ValueError otherwise).
+    metric_range: (lo, hi) of one score, required by `betting` (ValueError otherwise); rules: the
+    gate rules version judged by (`gate_design.GATE_RULES`; an older run's verdicts re-derive with its own).
     """
 
     kind: Kind
@@ -47,6 +49,7 @@ class LookTest:
     horizon: int
     seed: int
     metric_range: tuple[float, float] | None = None
+    rules: int = GATE_RULES
 
     def __post_init__(self) -> None:
         if self.uses_betting and self.metric_range is None:
