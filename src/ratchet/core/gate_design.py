@@ -17,8 +17,8 @@ rules it recorded; a run is resumed only under the rules it started with.
 - 1: harmful-tail guard at a fixed 6 robust SDs; `betting` bets over the two-sided range
   [lo - hi, hi - lo] capped at 0.75 / mu0; examples agents shown each trial's val means.
 - 2: harmful-tail guard threshold chosen by the number of units, the worst loss measured against the
-  larger of the robust SD and the upper tail (`tail_guard`: <= 1e-3 false alarms per look of Gaussian
-  differences at every n); `betting` is the floor
+  larger of the IQR-based SD and the upper tail (`tail_guard`: <= 1e-3 false alarms per look of
+  Gaussian differences at every n); `betting` is the floor
   e-process (aGRAPA bets above `gate.max_unit_loss`); examples agents shown dev results and of val
   only whether the candidate was promoted.
 """

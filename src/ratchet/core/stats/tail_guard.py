@@ -46,7 +46,7 @@ TAIL_GUARD_FALSE_ALARM = 1e-3
 """Rules 2: the stated bound on P(the guard fires at a look) under Gaussian differences, every n >= 3."""
 TAIL_GUARD_DESIGN_RATE = 5e-4
 """Rules 2: the Gaussian exceedance rate TAIL_THRESHOLDS were simulated at, half the stated bound, so
-the table's own sampling error (about 5% relative, 1,000,000 looks per n up to 40 and 400,000
+the table's own sampling error (about 5% relative with 1,000,000 looks per n up to 40, 7% with 400,000
 beyond) and the step rule between tabled n keep every n below TAIL_GUARD_FALSE_ALARM."""
 
 TAIL_THRESHOLDS: Mapping[int, float] = {
@@ -116,7 +116,8 @@ def harmful_tail(d: np.ndarray, rules: int = GATE_RULES) -> bool | np.ndarray:
     direction-normalised (positive = candidate better), under gate rules `rules` (module docstring).
 
     Returns a bool for 1-D input, a bool array (trials,) for 2-D; False for n < 3 (no spread to
-    judge against) or when every difference equals the median.
+    judge against), when every difference equals the median, and under rules 2 when the worst unit is
+    no loss (min(d) >= 0).
     """
     x = np.atleast_2d(np.asarray(d, dtype=float))
     if x.shape[1] < 3:
