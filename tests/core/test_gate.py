@@ -322,4 +322,4 @@ def test_gate_design_records_the_test_its_guarantee_and_constants() -> None:
     assert design["test"] == "betting" and design["metric_range"] == [0.0, 1.0]
     assert design["guarantee"].startswith("P(accept) <=") and design["spending"] == "linear"
     assert canonical_bytes(design)  # JSON-clean, for the ledger
-    assert gate_design("guarded_sign_flip", None)["tail_guard_scales"] == 6.0
+    assert gate_design("guarded_sign_flip", None)["tail_guard_scales"] is None  # rules 1 recorded 6.0 here

@@ -44,7 +44,7 @@ REASONS: Mapping[str, str] = {
     "significant_gain": "accepted: p-value <= the look's threshold (H0: mean gain <= margin rejected)",
     "not_significant": "rejected: the last look was reached without a significant gain",
     "futility": "rejected early: at an interim look the mean gain was at or below the margin",
-    "harmful_tail": "rejected: a unit lost more than 6 robust SDs below the median difference (tail guard)",
+    "harmful_tail": "rejected: a unit's loss lies far below the other units' spread (harmful-tail guard)",
     "candidate_failed": "rejected: a candidate measurement failed on a unit (crash, timeout, no metric, NaN)",
     "champion_failed": "inconclusive: the champion's measurement failed again on a unit after its retry",
     "champion_retry": "continue: champion measurements failed on units that are re-run once (retry_units)",

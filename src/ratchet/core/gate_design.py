@@ -16,7 +16,9 @@ rules it recorded; a run is resumed only under the rules it started with.
 
 - 1: harmful-tail guard at a fixed 6 robust SDs; `betting` bets over the two-sided range
   [lo - hi, hi - lo] capped at 0.75 / mu0; examples agents shown each trial's val means.
-- 2: harmful-tail guard threshold chosen by the number of units; `betting` is the floor
+- 2: harmful-tail guard threshold chosen by the number of units, the worst loss measured against the
+  larger of the IQR-based SD and the upper tail (`tail_guard`: <= 1e-3 false alarms per look of
+  Gaussian differences at every n); `betting` is the floor
   e-process (aGRAPA bets above `gate.max_unit_loss`); examples agents shown dev results and of val
   only whether the candidate was promoted.
 """
@@ -53,7 +55,9 @@ def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]
 def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: Spending = "linear") -> dict:
     """Everything a verdict depends on beyond the contract's numbers, for `run.started` (so a verdict
     can be re-derived later): the test and its guarantee sentence, the range, the spending, the
-    confirmation's share and looks rule, the multiplicity rule, and the tests' constants."""
+    confirmation's share and looks rule, the multiplicity rule, and the tests' constants.
+    `tail_guard_scales` is rules 1's fixed guard (6 robust SDs), recorded by runs of those rules;
+    rules 2 records None there and its guard in `tail_guard` (`tail_guard.guard_design`)."""
     from ratchet.core.stats import betting, multiplicity, paired, tail_guard
     from ratchet.core.stats.guarantee import guarantee
     from ratchet.core.stats.sequential import SPENDING_NAMES
@@ -68,7 +72,8 @@ def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: 
         "confirm_share": multiplicity.CONFIRM_SHARE,
         "confirmation_looks": "one look at gate.units[-1] fresh units",
         "multiplicity_rule": "online fallback over harmonic weights (Tian & Ramdas 2021)",
-        "tail_guard_scales": tail_guard.TAIL_GUARD_SCALES if test == "guarded_sign_flip" else None,
+        "tail_guard_scales": None,
+        "tail_guard": tail_guard.guard_design() if test == "guarded_sign_flip" else None,
         "exact_max_units": paired.EXACT_MAX_UNITS,
         "mc_flips": [paired.MC_FLIPS, paired.MC_RESOLUTION, paired.MC_MAX_FLIPS],
         "bet_cap": betting.BET_CAP if test == "betting" else None,

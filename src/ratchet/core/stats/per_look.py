@@ -82,9 +82,10 @@ class LookTest:
 
     def guard(self, d: np.ndarray) -> bool | np.ndarray:
         """The harmful-tail guard on d (n,) or (trials, n): fires only for `guarded_sign_flip` on
-        continuous scores (tail_guard.harmful_tail); False (or all False) otherwise."""
+        continuous scores (tail_guard.harmful_tail under this test's gate rules: a fixed 6 robust SDs
+        in rules 1, a threshold chosen by n in rules 2); False (or all False) otherwise."""
         if self.kind == "continuous" and self.test == "guarded_sign_flip":
-            return harmful_tail(d)
+            return harmful_tail(d, self.rules)
         return False if np.ndim(d) == 1 else np.zeros(np.shape(d)[0], dtype=bool)
 
     def label(self, n: int, margin: float) -> PValueKind:
