@@ -262,8 +262,9 @@ def main() -> None:
         f"attempts per family ({runs * ATTEMPTS:,} attempts), gate.units {list(g.LOOKS)}, alpha {g.ALPHA}, "
         "campaign multiplicity (harmonic weights, online fallback), confirmation on 40 fresh units, "
         "linear spending, the harmful-tail guard on. Rates in % with two-sided 95% Clopper-Pearson "
-        "intervals; *per attempt*: promoted attempts over all attempts; *per run*: runs that promoted "
-        "anything. *Skewness*: the family's own (population) skewness. The default is exact only for "
+        "intervals; *per attempt*: promoted attempts over all attempts (its interval treats the attempts "
+        "of a run as independent, which they are until a promotion passes its level on); *per run*: runs "
+        "that promoted anything. *Skewness*: the family's own (population) skewness. The default is exact only for "
         "symmetric d; the two robust rules accept only when the sign-flip and their test both reject.\n\n"
         "## False promotions\n\n" + table(heads, rows)
         + f"\n## Power: {GAIN} SD Gaussian gain, trial 1 of {ATTEMPTS} (confirmation included), "
