@@ -18,8 +18,8 @@ from ratchet.present.status import attempt_row
 from ratchet.workspace.git import Git
 
 FIGURES = ("verdict", "reason", "reason_text", "estimate", "interval", "p_value", "threshold", "units", "look",
-           "level", "champion_mean", "candidate_mean")
-"""The recorded figures of a trial.judged shown for each stage."""
+           "level", "champion_mean", "candidate_mean", "skewness")
+"""The recorded figures of a trial.judged shown for each stage (`skewness`: None when not recorded)."""
 
 
 def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[str, Any]:

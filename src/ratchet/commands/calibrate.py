@@ -27,12 +27,14 @@ from ratchet.core.stats.calibration import (
     DEFAULT_POWER,
     MIN_SEEDS,
     Noise,
+    aa_skewness,
     granted_trials,
     level_effects,
     units_for_effect,
 )
 from ratchet.core.stats.multiplicity import trial_level
 from ratchet.core.stats.paired import Kind
+from ratchet.core.stats.skew import skew_warning
 from ratchet.ledger.files import write_exclusive
 from ratchet.ledger.project_lock import sole_run
 from ratchet.ledger.rundir import RATCHET_DIR
@@ -98,14 +100,34 @@ def _benchmark(loaded: LoadedContract, git: Git, rev: str | None, seeds: int, ef
         "rev": rev or "HEAD", "commit": commit, "tree": tree, "target": target_settings(c, cal.sandbox),
         "seeds": seeds, "repeats": REPEATS, "jobs": cal.jobs, "failed": failed,
         "job_seconds": sum(cal.job_seconds) / len(cal.job_seconds) if cal.job_seconds else None,
-        "values": cal.table, "noise": cal.noise.to_json(),
+        "values": cal.table, "noise": cal.noise.to_json(), "skewness": cal.skewness,
     }
     path = loaded.root / RATCHET_DIR / CALIBRATION_FILE
     write_exclusive(path, (json.dumps(stored, indent=1) + "\n").encode())
     warnings = [_failures_warning(failed, seeds)] if failed else []
+    skewed = skew_warning(cal.skewness, seeds - failed, AA_DIFFERENCES)
+    if skewed:
+        warnings.append(skewed)
     return {"kind": "benchmark", **{k: v for k, v in stored.items() if k not in ("format", "target")},
             "metric": c.target.metric, "direction": c.target.direction,
             **gate_effects(c, cal.noise, effect), "stored": str(path), "warnings": warnings}
+
+
+AA_DIFFERENCES = "the calibration's A/A differences (each seed's second measurement minus its first)"
+"""What a calibration's skewness is of, as its warning names it."""
+
+
+def stored_skewness(values: object, direction: str) -> tuple[float | None, int]:
+    """G1 of a stored calibration's A/A differences (`calibration.aa_skewness`) recomputed from its
+    `values` rows ({unit, seed, values: [first, second] or null}), and the seeds it is over; (None, 0)
+    for rows that do not read as pairs of numbers."""
+    pairs = []
+    for row in values if isinstance(values, list) else []:
+        pair = row.get("values") if isinstance(row, dict) else None
+        if isinstance(pair, list) and len(pair) == REPEATS and all(
+                isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in pair):
+            pairs.append((float(pair[0]), float(pair[1])))
+    return aa_skewness(pairs, direction), len(pairs)
 
 
 def _failures_warning(failed: int, seeds: int) -> str:
@@ -184,7 +206,9 @@ def _examples(loaded: LoadedContract, effect: float | None) -> dict[str, Any]:
 
 def stored_calibration(loaded: LoadedContract, head_tree: str | None, sandbox_mode: str) -> dict[str, Any] | None:
     """The latest calibration of the project (`.ratchet/calibration.json`) with the current gate's
-    detectable effects: {run_id, recorded_at, commit, tree, seeds, noise, head_changed, **gate_effects};
+    detectable effects: {run_id, recorded_at, commit, tree, seeds, noise, head_changed, skewness (G1 of
+    its A/A differences, recomputed from its values: `stored_skewness`), skew_warning (skew.skew_warning,
+    None when the differences are near symmetric or too few), **gate_effects};
     {"ignored": why} when it was measured with other target settings or cannot be read; None when
     there is none."""
     path = loaded.root / RATCHET_DIR / CALIBRATION_FILE
@@ -205,7 +229,9 @@ def stored_calibration(loaded: LoadedContract, head_tree: str | None, sandbox_mo
     if changed:
         return {"ignored": f"the stored calibration ({data.get('run_id')}) measured other target settings "
                            f"({', '.join(changed)} changed since); run `ratchet calibrate` again"}
+    skewness, pairs = stored_skewness(data.get("values"), loaded.contract.target.direction)
     return {"run_id": data.get("run_id"), "recorded_at": data.get("recorded_at"), "commit": data.get("commit"),
             "tree": data.get("tree"), "seeds": data.get("seeds"), "noise": noise.to_json(),
             "head_changed": head_tree is not None and data.get("tree") != head_tree,
+            "skewness": skewness, "skew_warning": skew_warning(skewness, pairs, AA_DIFFERENCES),
             **gate_effects(loaded.contract, noise, None)}

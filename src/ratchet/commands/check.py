@@ -70,8 +70,11 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         extra["scope_imports"] = scope_import_summary(contract, loaded.root)
         warnings.extend(_scope_import_warning(extra["scope_imports"]))
         extra["detectable"] = detectable_summary(loaded, git.tree_of(git.head_commit()), sandbox["resolved"])
-        if (extra["detectable"]["calibration"] or {}).get("ignored"):
-            warnings.append(extra["detectable"]["calibration"]["ignored"])
+        calibration = extra["detectable"]["calibration"] or {}
+        if calibration.get("ignored"):
+            warnings.append(calibration["ignored"])
+        if calibration.get("skew_warning"):
+            warnings.append(calibration["skew_warning"])
     if data is not None:
         extra["examples"] = examples_summary(contract, data, gate["levels"][0]["level"], looks)
         warnings.extend(extra["examples"].pop("warnings"))

@@ -135,8 +135,10 @@ HTML_REPORT_NAME = "report.html"
 
 def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]:
     """What both reports are made of, read once: the events, the `ratchet status` result, the
-    contract's sections, the promotions and (examples) the final pass rates per split."""
+    contract's sections, the promotions, (examples) the final pass rates per split, and the
+    warnings from the trials' recorded skewness (`text.skew_warnings`)."""
     from ratchet.core.contract_load import parse_contract  # pydantic: only for reports, not for status
+    from ratchet.present.report.text import skew_warnings
 
     events, _ = read_run(run)
     state = state or fold(events)
@@ -151,6 +153,9 @@ def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]
         "target": contract.target.model_dump(),
         "promotions": [p for e in events if isinstance(p := e.payload, ChampionPromoted)],
         "splits": given(holdout[-1].splits) if holdout else None,
+        "skew_warnings": skew_warnings([{"attempt": p.attempt, "stage": p.stage, "verdict": p.verdict,
+                                         "units": p.units, "skewness": given(p.skewness)}
+                                        for e in events if isinstance(p := e.payload, TrialJudged)]),
     }
 
 
@@ -175,7 +180,8 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
         promotions=r["promotions"],
         plots=[p.relative_to(run.root).as_posix() for p in plots],
         splits=r["splits"],
-        warnings=next((list(p.warnings or []) for e in r["events"] if isinstance(p := e.payload, RunStarted)), []),
+        warnings=next((list(p.warnings or []) for e in r["events"] if isinstance(p := e.payload, RunStarted)), [])
+        + r["skew_warnings"],
         val_trials=r["state"].trials_run,
     )
     from ratchet.core.audit import evidence_lines
@@ -195,6 +201,7 @@ def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
         status=r["status"], campaign=r["campaign"], gate=r["gate"], target=r["target"],
         promotions=r["promotions"], splits=r["splits"], timeline=budget_timeline(r["events"]),
         details=_attempt_details(run, r["state"], r["promotions"]), events=len(r["events"]),
+        warnings=r["skew_warnings"],
     )
     path = run.root / HTML_REPORT_NAME
     path.write_text(render_html(data), encoding="utf-8")

@@ -316,6 +316,10 @@ class TrialJudged(Payload, frozen=True, kw_only=True):
     champion_lcb: Number | None | UnsetType = UNSET
     """The guarding confidence bound of champion_mean (None: fewer than 2 units)."""
     candidate_lcb: Number | None | UnsetType = UNSET
+    skewness: Number | None | UnsetType = UNSET
+    """G1 of the deciding look's direction-normalised paired differences (stats.skew); None for
+    pass/fail scores, fewer than 3 units or no spread; UNSET when judged without jobs or recorded
+    before skewness was."""
     splits: dict[str, Json] | None | UnsetType = UNSET
     """Pass rates per split (the examples holdout)."""
     signature: dict[str, Json] | None | UnsetType = UNSET

@@ -422,12 +422,13 @@ def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, marg
 def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
                    **extra: Any) -> TrialJudged:
     """Record `trial.judged` for stage `stage` of `attempt` (once: a resume finds it): the
-    decision, the means and bounds of `outcome` (None: judged without jobs) and `extra` (a
-    holdout's splits). Returns the recorded payload."""
+    decision, the means, bounds and paired skewness of `outcome` (None: judged without jobs) and
+    `extra` (a holdout's splits). Returns the recorded payload."""
     data: dict[str, Any] = {"attempt": attempt, "stage": stage, **decision.to_json(), **extra}
     if outcome is not None:
         data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
-                    champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb)
+                    champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb,
+                    skewness=outcome.skewness)
     return k.once(TrialJudged(**data), "attempt", "stage")
 
 

@@ -18,7 +18,7 @@ from ratchet.core.gate_design import margin_for_state
 from ratchet.core.jobfiles import JobFiles
 from ratchet.core.payloads import AttemptStarted, AttemptSubmitted
 from ratchet.core.plan import NO_ATTEMPT, PlannedJob, seed_draws
-from ratchet.core.stats.calibration import MIN_SEEDS, Noise, estimate_noise
+from ratchet.core.stats.calibration import MIN_SEEDS, Noise, aa_skewness, estimate_noise
 from ratchet.ledger.rundir import CALIBRATE_MODE, COMPARE_MODE
 from ratchet.loop.campaign import preflight, record_verdict, walk_recorded_plan
 from ratchet.loop.kernel import Kernel
@@ -96,7 +96,8 @@ def compare_trees(loaded: LoadedContract, base_commit: str, base_tree: str, cand
 class Calibrated:
     """A recorded calibration. values: per seed (in unit order) its REPEATS values, None when one
     failed; table: per seed {unit, seed, values}; recorded_at: `run.stopped`'s timestamp (ISO-8601
-    UTC); job_seconds: the elapsed seconds of every finished job; sandbox: the sandbox mode run."""
+    UTC); job_seconds: the elapsed seconds of every finished job; sandbox: the sandbox mode run;
+    skewness: G1 of the A/A differences (`calibration.aa_skewness`; None under 3 seeds or no spread)."""
 
     run_id: str
     recorded_at: str
@@ -106,14 +107,15 @@ class Calibrated:
     noise: Noise
     job_seconds: list[float]
     sandbox: str
+    skewness: float | None = None
 
 
 def calibrate_tree(loaded: LoadedContract, commit: str, tree: str, seeds: int, label: str,
                    ui: CampaignUI) -> Calibrated:
     """Record one calibration of `tree` (commit `commit`, named `label` to the user): `seeds` unit
     seeds drawn as a trial's are from the run's random salt, each measured REPEATS times back to
-    back, uncached (a cached repeat would show no noise); the run stops `calibrated` with the values
-    and the noise in `run.stopped.data.calibration`.
+    back, uncached (a cached repeat would show no noise); the run stops `calibrated` with the values,
+    the noise and the A/A differences' skewness in `run.stopped.data.calibration`.
 
     Raises MeasurementError `calibrate.too_few_seeds` (recorded as the stop's detail) when fewer
     than MIN_SEEDS seeds were measured twice, RatchetError `interrupted` (exit 130) on Ctrl-C."""
@@ -134,11 +136,14 @@ def calibrate_tree(loaded: LoadedContract, commit: str, tree: str, seeds: int, l
             raise
         table = [{"unit": job.unit, "seed": job.seed, "values": list(v) if v else None}
                  for job, v in zip(jobs[::REPEATS], values, strict=True)]
-        stopped = record_stopped(kernel, "calibrated", calibration={"values": table, "noise": noise.to_json()})
+        skewness = aa_skewness([v for v in values if v is not None], c.target.direction)
+        stopped = record_stopped(kernel, "calibrated", calibration={"values": table, "noise": noise.to_json(),
+                                                                    "skewness": skewness})
         seconds = [float(r.elapsed_s) for r in kernel.state().finished_jobs.values()]
     finally:
         kernel.close()
-    return Calibrated(kernel.run.run_id, stopped.ts, len(jobs), values, table, noise, seconds, kernel.sandbox.mode)
+    return Calibrated(kernel.run.run_id, stopped.ts, len(jobs), values, table, noise, seconds, kernel.sandbox.mode,
+                      skewness)
 
 
 def calibration_jobs(tree: str, seeds: Sequence[int]) -> list[PlannedJob]:

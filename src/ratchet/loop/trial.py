@@ -29,7 +29,9 @@ class TrialOutcome:
     champion_mean / candidate_mean: raw means over the units used (a pass rate for examples; None
     when none); champion_lcb / candidate_lcb: the guarding bound of those means (lower for `max`,
     upper for `min`; Student-t for metrics, Wilson for pass rates), used by `gate.target`;
-    results: the UnitResults the decision used, by planned job id (retries included)."""
+    results: the UnitResults the decision used, by planned job id (retries included); skewness:
+    G1 of the direction-normalised paired differences of the units the decision counted
+    (`paired_skewness`; None for pass/fail scores, fewer than 3 units or no spread)."""
 
     decision: Decision
     scores: tuple[UnitScore, ...]
@@ -38,6 +40,25 @@ class TrialOutcome:
     champion_lcb: float | None = None
     candidate_lcb: float | None = None
     results: Mapping[str, UnitResult] | None = None
+    skewness: float | None = None
+
+
+def paired_skewness(scores: list[UnitScore], units: int, settings: GateSettings) -> float | None:
+    """The adjusted Fisher-Pearson skewness G1 (stats.skew.sample_skewness) of the paired differences
+    candidate - champion (negated for direction `min`, so a left tail is rare large losses) over
+    the leading units measured on both sides, at most `units` of them (the deciding look's).
+    None for pass/fail scores (their exact tests need no symmetry), fewer than 3 units, or no spread."""
+    from ratchet.core.stats.skew import sample_skewness
+
+    if settings.kind != "continuous":
+        return None
+    d = []
+    for s in scores[:units]:
+        if s.champion is None or s.candidate is None:
+            break
+        d.append(s.candidate - s.champion if settings.direction == "max" else s.champion - s.candidate)
+    value = sample_skewness(d)
+    return float(value) if isinstance(value, float) else None
 
 
 def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[int, UnitResult],
@@ -77,7 +98,8 @@ def measure_looks(plan: Plan, target: Target, runner: Runner, settings: GateSett
             retried.update({j.unit: again[j.job_id] for j in retry})
             decision = decide(unit_scores(plan, results, retried, upto), settings)
         if decision.verdict != "continue":
-            return _outcome(plan, target, decision, results, retried, upto)
+            outcome = _outcome(plan, target, decision, results, retried, upto)
+            return replace(outcome, skewness=paired_skewness(list(outcome.scores), decision.units, settings))
     raise AssertionError("the gate returned `continue` at the last look")  # decide() never does
 
 

@@ -118,6 +118,21 @@ def estimate_noise(pairs: Sequence[tuple[float, float]]) -> Noise:
     )
 
 
+def aa_skewness(pairs: Sequence[tuple[float, float]], direction: str = "max") -> float | None:
+    """The skewness G1 (stats.skew.sample_skewness) of a calibration's A/A differences: per seed,
+    its second measurement minus its first (negated for direction `min`, so a left tail is rare
+    large losses, as in a trial's d). pairs: per seed, its two raw values (finite). None with fewer
+    than 3 pairs or no spread (a deterministic benchmark). Two repeats of one tree are exchangeable
+    unless their order matters (a warm cache, a shared file), so a far-from-0 G1 says the repeats
+    differ systematically or the noise has a heavy tail that few seeds show unevenly; it cannot see
+    the skew a candidate would bring."""
+    from ratchet.core.stats.skew import sample_skewness
+
+    sign = 1.0 if direction == "max" else -1.0
+    value = sample_skewness([sign * (float(b) - float(a)) for a, b in pairs])
+    return float(value) if isinstance(value, float) else None
+
+
 def detectable_continuous(sd: float, units: int, threshold: float, power: float = DEFAULT_POWER,
                           margin: float = 0.0) -> float:
     """The smallest mean paired gain (metric units) a one-sided paired test at p-value `threshold`

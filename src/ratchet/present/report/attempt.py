@@ -19,7 +19,8 @@ def render_attempt(out: Console, r: dict[str, Any]) -> None:
               f"kept by {r['ref']}" + (f" -> {r['ref_commit'][:12]}" if r.get("ref_commit") else " (no ref)"))
     for stage, f in r["stages"].items():
         out.print(f"  {stage}: {f['verdict']} ({f['reason']}) estimate {fmt_num(f['estimate'])} "
-                  f"{fmt_interval(f['interval'])} p {fmt_p(f['p_value'])} level {fmt_p(f['level'])} units {f['units']}")
+                  f"{fmt_interval(f['interval'])} p {fmt_p(f['p_value'])} level {fmt_p(f['level'])} units {f['units']}"
+                  + (f" skewness G1 {f['skewness']:+.2f}" if f.get("skewness") is not None else ""))
     if r.get("promotion"):
         out.print(f"promoted as commit {r['promotion']['commit']} on {r['promotion']['branch']}")
     out.print("[bold]report[/]")

@@ -37,7 +37,8 @@ class ReportData:
     """Everything the HTML report renders. `status`: the `ratchet status` result; `gate`, `target`:
     the contract's sections as dicts; `promotions`: champion.promoted payloads in order; `splits`: an
     examples target's final pass rates per split (with `per_check`), else None; `timeline`:
-    budget_timeline rows; `details`: attempt number -> AttemptDetail; `events`: ledger events read."""
+    budget_timeline rows; `details`: attempt number -> AttemptDetail; `events`: ledger events read;
+    `warnings`: what the reader must know before trusting a verdict (text.skew_warnings)."""
 
     status: Mapping[str, Any]
     campaign: str
@@ -48,6 +49,7 @@ class ReportData:
     timeline: Sequence[Mapping[str, Any]] = ()
     details: Mapping[int, AttemptDetail] = field(default_factory=dict)
     events: int = 0
+    warnings: Sequence[str] = ()
 
 
 def budget_timeline(events: Iterable[Event]) -> list[dict[str, Any]]:

@@ -55,6 +55,9 @@ def render_html(data: ReportData) -> str:
     ]
     if data.splits:
         sections.insert(1, ("splits", "Pass rates of the final champion", _splits(data.splits)))
+    if data.warnings:
+        sections.insert(0, ("warnings", "Warnings", "<ul>" + "".join(f"<li>{inline(w)}</li>" for w in data.warnings)
+                            + "</ul>"))
     nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title, _ in sections)
     body = "".join(f'<section id="{key}"><h2>{esc(title)}</h2>{content}</section>'
                    for key, title, content in sections)

@@ -6,7 +6,7 @@ as they are; html.py escapes the text first, then turns the marks into tags).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ratchet.present.render import fmt_interval, fmt_num, fmt_p
@@ -106,6 +106,39 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: in
         "Confirmation was off or does not apply: promoted estimates are those of the selecting trial, "
         "which are biased upward."
     )]
+
+
+MIN_TRIALS_FOR_MEDIAN = 3
+"""Trials with a skewness over enough units before the report warns about their median."""
+
+
+def skew_warnings(judged: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The report's warnings from the trials' recorded skewness (`trial.judged` data.skewness, G1 of
+    the deciding look's paired differences): one per accepted trial or confirmation whose
+    differences are far from symmetric (stats.skew.skew_warning), and one when the median G1 of
+    all judged trials and confirmations with enough units is (at least MIN_TRIALS_FOR_MEDIAN of
+    them). `judged`: per recorded verdict {attempt, stage, verdict, units, skewness (None: not
+    recorded)}; holdout and preflight stages are skipped."""
+    from ratchet.core.stats.skew import SKEW_MIN_UNITS, skew_warning
+
+    rows = [j for j in judged if j.get("stage") in ("trial", "confirm") and j.get("skewness") is not None]
+    out = []
+    for j in rows:
+        if j.get("verdict") == "accepted":
+            said = skew_warning(j["skewness"], int(j.get("units") or 0),
+                                f"the paired differences of attempt {j['attempt']}'s accepted "
+                                + ("trial" if j["stage"] == "trial" else "confirmation"))
+            if said:
+                out.append(said)
+    enough = sorted(float(j["skewness"]) for j in rows if int(j.get("units") or 0) >= SKEW_MIN_UNITS)
+    if len(enough) >= MIN_TRIALS_FOR_MEDIAN:
+        k = len(enough)
+        median = enough[k // 2] if k % 2 else (enough[k // 2 - 1] + enough[k // 2]) / 2
+        said = skew_warning(median, SKEW_MIN_UNITS, "the paired differences of this run's trials",
+                            f"as the median of {k} trials and confirmations with {SKEW_MIN_UNITS} or more units")
+        if said:
+            out.append(said)
+    return out
 
 
 def split_gaps(splits: Mapping[str, Any]) -> str:

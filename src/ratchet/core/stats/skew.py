@@ -1,0 +1,133 @@
+"""The skewness of paired differences, and the warning when they are far from symmetric.
+
+The sign-flip test behind the default `guarded_sign_flip` is exact only when d - m is symmetric about
+0. Each trial records the skewness of its deciding look's d (`trial.judged` data.skewness), a
+calibration that of its A/A differences; `ratchet check` and the report warn through `skew_warning`
+when it is far from 0, quoting the false-promotion rate measured for the nearest skewed null
+(`SKEWED_NULLS`, from benchmarks/results/skewed_nulls.md).
+
+Pure: plain numbers in, numbers and sentences out (numpy only for the batched statistic).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+SKEW_WARN = 1.0
+"""|G1| above which paired differences are called far from symmetric. Measured
+(benchmarks/results/skewed_nulls.md): under Gaussian noise |G1| > 1 over 20 units in 5.4% of samples,
+over 40 units in 1.1%; under t(2) noise, symmetric but heavy-tailed, in 51% and 56%; on the left-
+skewed nulls of SKEWED_NULLS in 49-98%. A prompt to look, not a test."""
+
+SKEW_MIN_UNITS = 20
+"""Units a skewness needs before it can warn: under Gaussian noise G1's standard error is
+sqrt(6 n (n - 1) / ((n - 2)(n + 1)(n + 3))) (Joanes & Gill 1998), 0.69 over 10 units, 0.51 over
+20, 0.37 over 40, so |G1| > 1 over fewer units says little."""
+
+
+SPREAD_RTOL = 1e-9
+"""Differences that vary by no more than this fraction of their largest magnitude have no spread:
+they are one value up to float rounding (a deterministic gain computed as (a + noise) - noise), whose
+G1 would be the rounding's, not the data's."""
+
+
+def sample_skewness(d: Sequence[float] | np.ndarray) -> float | None | np.ndarray:
+    """The adjusted Fisher-Pearson coefficient of skewness G1 of d, shape (n,) or (rows, n).
+
+    G1 = sqrt(n (n - 1)) / (n - 2) * m3 / m2**1.5, with m_k = mean((d - mean(d))**k) (the biased
+    central moments): what scipy.stats.skew(d, bias=False) returns, and Excel's SKEW.
+    Source: Joanes & Gill (1998), "Comparing measures of sample skewness and kurtosis", The
+    Statistician 47:183-189 (their G1). Dimensionless: negative means a longer left tail (rare large
+    losses when d is direction-normalised). 1-D input: a float, or None when n < 3, when the values
+    have no spread (max - min <= SPREAD_RTOL * max |d|: one value up to rounding), or when d holds a
+    non-finite value. 2-D input: an array (rows,) with
+    NaN where the 1-D call gives None. Raises ValueError on more than 2 dimensions.
+    """
+    x = np.asarray(d, dtype=float)
+    if x.ndim not in (1, 2):
+        raise ValueError(f"d must be 1-D (units) or 2-D (rows, units), got shape {x.shape}")
+    rows = np.atleast_2d(x)
+    n = rows.shape[1]
+    out = np.full(rows.shape[0], np.nan)
+    if n >= 3:
+        finite = np.all(np.isfinite(rows), axis=1)
+        clean = np.where(finite[:, None], rows, 0.0)
+        dev = clean - clean.mean(axis=1, keepdims=True)
+        m2, m3 = (dev**2).mean(axis=1), (dev**3).mean(axis=1)
+        spread = finite & (np.ptp(clean, axis=1) > SPREAD_RTOL * np.abs(clean).max(axis=1)) & (m2 > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g1 = math.sqrt(n * (n - 1)) / (n - 2) * m3 / m2**1.5
+        out = np.where(spread, g1, np.nan)
+    if x.ndim == 2:
+        return out
+    value = float(out[0])
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class SkewedNull:
+    """A mean-zero null family of the skewed-nulls benchmark and what the default test did with it.
+
+    name: the family as the warning names it; population: its skewness (the distribution's own);
+    typical: the median sample G1 over 40 units (what a trial on it usually records); run_rate: the
+    measured share of 20-attempt runs (campaign multiplicity, confirmation on) that promoted
+    something, in [0, 1]."""
+
+    name: str
+    population: float
+    typical: float
+    run_rate: float
+
+
+SKEWED_NULLS: tuple[SkewedNull, ...] = (
+    SkewedNull("+1 w.p. 0.95 / -19 w.p. 0.05 with N(0, 1) noise", -3.82, -3.91, 0.740),
+    SkewedNull("a centred lognormal (sigma 1), left-skewed", -6.18, -2.31, 0.2045),
+    SkewedNull("1 - Exp(1) (exponential, left-skewed)", -2.0, -1.53, 0.116),
+    SkewedNull("2 - Gamma(2) (left-skewed)", -1.41, -1.12, 0.096),
+    SkewedNull("Gamma(2) - 2 (right-skewed)", 1.41, 1.12, 0.0105),
+    SkewedNull("Exp(1) - 1 (exponential, right-skewed)", 2.0, 1.53, 0.0045),
+    SkewedNull("a centred lognormal (sigma 1), right-skewed", 6.18, 2.31, 0.0015),
+)
+"""Measured by benchmarks/skewed_nulls.py (benchmarks/results/skewed_nulls.md: 2,000 runs of 20
+attempts per family, `guarded_sign_flip` of gate rules 2 as built, gate.units [10, 20, 40], alpha
+0.05, campaign multiplicity, confirmation on 40 fresh units; run_rate's 95% Clopper-Pearson
+intervals are in that file). Families whose losses are rarer (+0.1 w.p. 0.99 / -9.9 w.p. 0.01:
+13.6% of runs with N(0, 1) noise, 100% with N(0, 0.1^2)) are left out: their samples usually show
+no loss (median G1 over 40 units -0.25), so no recorded skewness can point to them."""
+
+
+RIGHT_SKEW_NOTE = 0.05
+"""A nearest family promoted in at most this share of runs (alpha 0.05, every right-skewed null
+measured) gets no advice to change the test, only the note that its level is not certified."""
+
+
+def nearest_null(g1: float) -> SkewedNull:
+    """The SKEWED_NULLS family whose typical 40-unit G1 is nearest to `g1` (dimensionless)."""
+    return min(SKEWED_NULLS, key=lambda f: abs(f.typical - g1))
+
+
+def skew_warning(g1: float | None, units: int, what: str = "the paired differences",
+                 over: str | None = None) -> str | None:
+    """The warning for a skewness `g1` (G1 over `units` units of `what`; `over` replaces the words
+    "over <units> units" when g1 summarises several samples), or None when there is nothing to say:
+    g1 None, units < SKEW_MIN_UNITS, or |g1| <= SKEW_WARN.
+
+    The sentence names the direction, the nearest measured family (`nearest_null`) and the share of
+    20-attempt runs the default test promoted on it, and, when that share is above RIGHT_SKEW_NOTE,
+    points to the test that does not need symmetry."""
+    if g1 is None or not math.isfinite(g1) or units < SKEW_MIN_UNITS or abs(g1) <= SKEW_WARN:
+        return None
+    family = nearest_null(g1)
+    side, tail = ("left-skewed", "rare large losses") if g1 < 0 else ("right-skewed", "rare large gains")
+    rate = f"about {100 * family.run_rate:.0f}%" if family.run_rate >= 0.005 else "under 0.5%"
+    said = (f"{what} are {side} (G1 = {g1:+.2f} {over or f'over {units} units'}: {tail}), while the default "
+            f"test's sign-flip is exact only for symmetric differences: a mean-zero null like {family.name} "
+            f"(typical G1 {family.typical:+.2f}) is promoted by it in {rate} of 20-attempt runs "
+            "(benchmarks/results/skewed_nulls.md)")
+    if family.run_rate <= RIGHT_SKEW_NOTE:
+        return said + "; in this direction it stayed within its level, but nothing certifies it"
+    return said + "; consider `gate.test = \"betting\"` with `gate.max_unit_loss`"
