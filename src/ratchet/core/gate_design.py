@@ -36,6 +36,17 @@ def recorded_rules(gate: object) -> int:
     return int(value)
 
 
+def max_unit_loss_for(declared: float | None, metric_range: Sequence[float] | None) -> float | None:
+    """The floor test's max_unit_loss: `gate.max_unit_loss` when declared, else hi - lo of
+    `target.metric_range` (no paired difference of two scores in [lo, hi] loses more), else None (no
+    floor). Metric units, > 0 when not None."""
+    if declared is not None:
+        return float(declared)
+    if metric_range is not None:
+        return float(metric_range[1]) - float(metric_range[0])
+    return None
+
+
 def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
     """The looks of a confirmation on fresh units: one look at the design's last look, looks[-1],
     whatever the trial used (`units_used` >= 1, kept for the call's shape).
@@ -50,14 +61,19 @@ def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]
     return (tuple(looks)[-1],)
 
 
-def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: Spending = "linear") -> dict:
+def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: Spending = "linear",
+                max_unit_loss: float | None = None) -> dict:
     """Everything a verdict depends on beyond the contract's numbers, for `run.started` (so a verdict
     can be re-derived later): the test and its guarantee sentence, the range, the spending, the
-    confirmation's share and looks rule, the multiplicity rule, and the tests' constants."""
-    from ratchet.core.stats import betting, multiplicity, paired, tail_guard
+    confirmation's share and looks rule, the multiplicity rule, and the tests' constants; for
+    `betting` (the floor test), max_unit_loss (`gate.max_unit_loss`, defaulted from the range), the
+    floor -max_unit_loss, the bet rule and the bet cap (FLOOR_BET_CAP / (margin - floor))."""
+    from ratchet.core.stats import floor, multiplicity, paired, tail_guard
     from ratchet.core.stats.guarantee import guarantee
     from ratchet.core.stats.sequential import SPENDING_NAMES
 
+    betting = test == "betting"
+    loss = max_unit_loss_for(max_unit_loss, metric_range)
     return {
         "rules": GATE_RULES,
         "test": test,
@@ -71,7 +87,10 @@ def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: 
         "tail_guard_scales": tail_guard.TAIL_GUARD_SCALES if test == "guarded_sign_flip" else None,
         "exact_max_units": paired.EXACT_MAX_UNITS,
         "mc_flips": [paired.MC_FLIPS, paired.MC_RESOLUTION, paired.MC_MAX_FLIPS],
-        "bet_cap": betting.BET_CAP if test == "betting" else None,
+        "bet_cap": floor.FLOOR_BET_CAP if betting else None,
+        "bet_rule": floor.BET_RULE if betting else None,
+        "max_unit_loss": loss if betting else None,
+        "floor": None if not betting or loss is None else -loss,
     }
 
 
