@@ -173,7 +173,8 @@ def betting_cost(contract: Contract, looks: Sequence[int], level: float) -> dict
     if smallest is None:
         text = f"{head} cannot accept any gain with {n} units at the last look"
     else:
-        text = f"{head} accepts at the last look ({n} units) only a steady gain of at least {smallest:.3g} over the margin"
+        text = (f"{head} accepts at the last look ({n} units) only a steady gain of at least {smallest:.3g} "
+                "over the margin")
     text += f"; a gain g needs at least about {per_gain:.3g} / g units (0.005: {math.ceil(per_gain / 0.005)})"
     return {"floor": -loss, "units": n, "level": level, "smallest_gain": smallest, "units_per_gain": per_gain,
             "text": text}
