@@ -24,6 +24,7 @@ from _common import HERE, PYTHON, save, table  # noqa: E402
 SCRIPTS = {
     "aa_campaigns": "A/A campaigns: the gate against the field's rules (§1)",
     "power_cost": "power and job-units per trial, fixed-n against sequential looks (§2)",
+    "floor_test": "the floor test (betting, rules 2) against the range bets: units needed, type-I error",
     "mixed_campaign": "a mixed campaign: FDR and the final champion's true gain (§3)",
     "executor_overhead": "LocalExecutor against xargs -P 2, with and without bwrap (§4a)",
     "ledger_costs": "ledger append, replay and `ratchet status` on 100,000 events (§4b-d)",
