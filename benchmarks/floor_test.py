@@ -145,9 +145,9 @@ def main() -> None:
         "the estimates settle.\n\n",
         table(["SD(d)", "test", "plan", "median units", *[f"% accepted at {n:,}" for n in FIXED]], power),
         f"\nType-I error of the floor test at the boundary (mean = margin = 0), {null_trials:,} trials "
-        f"each, % [95% Clopper-Pearson]; M = max_unit_loss = -floor. *ever*: the p-value falls to the level at any of {NULL_UNITS:,} "
-        "units; *looks*: at looks 10, 20, 40 (the gate's default units). Ville's inequality bounds "
-        "both by the level.\n\n",
+        "each, % [95% Clopper-Pearson]; M = max_unit_loss = -floor. *ever*: the p-value falls to the level "
+        f"at any of {NULL_UNITS:,} units; *looks*: at looks 10, 20, 40 (the gate's default units). "
+        "Ville's inequality bounds both by the level.\n\n",
         table(["floor", "null", "mean d", *[f"{w} at {lv}" for lv in NULL_LEVELS for w in ("ever", "looks")]],
               nulls),
         f"\nRun time {took:.0f} s.\n",

@@ -169,7 +169,8 @@ def gate_summary(contract: Contract, looks: Sequence[int]) -> dict[str, Any]:
     gate = contract.gate
     kind = score_kind(contract)
     rows = []
-    for row in level_rows(contract, looks):
+    schedule = level_rows(contract, looks)
+    for row in schedule:
         rows.append({**row.to_json(), "stops": list(look_stops(row.level, looks, kind, gate.min_effect))})
     warnings = reach_warnings(contract, looks)
     late = [r for r in rows if r["reachable"] and not r["reachable_first"]]
@@ -188,7 +189,7 @@ def gate_summary(contract: Contract, looks: Sequence[int]) -> dict[str, Any]:
         "unseen": {"units": n, "unseen_5pct": unseen_chance(0.05, n), "unseen_10pct": unseen_chance(0.10, n),
                    "ruled_out_95": ruled_out_frequency(n)},
         "levels": rows,
-        "betting_cost": betting_cost(contract, looks, rows[0]["level"]) if rows else None,
+        "betting_cost": betting_cost(contract, looks, schedule[0].level) if schedule else None,
         "warnings": warnings,
     }
 

@@ -52,7 +52,7 @@ def breached(d: np.ndarray, floor: float) -> bool | np.ndarray:
     """Whether any unit of d (n,) or each row of d (trials, n) lies below the floor: a bool, or an
     array (trials,). The gate rejects such a trial as `below_floor`."""
     hit = below_floor(d, floor)
-    return bool(hit.any()) if hit.ndim == 1 else hit.any(axis=-1)
+    return bool(hit.any()) if hit.ndim == 1 else np.asarray(hit.any(axis=-1))
 
 
 def agrapa_bets(d: np.ndarray, bet_margin: float, floor: float) -> np.ndarray:
