@@ -17,7 +17,9 @@ rules it recorded; a run is resumed only under the rules it started with.
 - 1: harmful-tail guard at a fixed 6 robust SDs; `betting` bets over the two-sided range
   [lo - hi, hi - lo] capped at 0.75 / mu0; examples agents shown each trial's val means.
 - 2: harmful-tail guard threshold chosen by the number of units; `betting` is the floor
-  e-process (aGRAPA bets above `gate.max_unit_loss`); examples agents shown dev results and of val
+  e-process (`stats/floor.py`: aGRAPA bets capped at 0.99 / (m - L) above the floor
+  L = -`gate.max_unit_loss`, a unit below it rejected as `below_floor`, scores outside
+  `target.metric_range` no longer refused); examples agents shown dev results and of val
   only whether the candidate was promoted.
 """
 
