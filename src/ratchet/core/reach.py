@@ -175,6 +175,6 @@ def betting_cost(contract: Contract, looks: Sequence[int], level: float) -> dict
     else:
         text = (f"{head} accepts at the last look ({n} units) only a steady gain of at least {smallest:.3g} "
                 "over the margin")
-    text += f"; a gain g needs at least about {per_gain:.3g} / g units (0.005: {math.ceil(per_gain / 0.005)})"
+    text += f"; a gain g needs at least about {per_gain:.3g} / g units, more with noise"
     return {"floor": -loss, "units": n, "level": level, "smallest_gain": smallest, "units_per_gain": per_gain,
             "text": text}
