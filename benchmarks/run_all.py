@@ -25,6 +25,7 @@ from _common import HERE, PYTHON, save, table  # noqa: E402
 SCRIPTS = {
     "aa_campaigns": "A/A campaigns: the gate against the field's rules (§1)",
     "power_cost": "power and job-units per trial, fixed-n against sequential looks (§2)",
+    "floor_test": "the floor test (betting, rules 2) against the range bets: units needed, type-I error",
     "mixed_campaign": "a mixed campaign: FDR and the final champion's true gain (§3)",
     "guard_calibration": "the harmful-tail guard: Gaussian false alarms per look, power at 1 SD, lopsided nulls",
     "skewed_nulls": "skewed mean-zero nulls: the default test's false promotions, robust candidates",

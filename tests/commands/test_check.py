@@ -163,3 +163,22 @@ def test_check_warns_with_the_fix_when_no_trial_can_reach_its_level(bench_repo: 
     assert "Fix: a last look of at least 7 units (11 let every trial up to budget.max_attempts = 20 accept): " \
            "end gate.units at 7 or more" in warning
     assert 'gate.multiplicity = "trial"' in warning
+
+
+def test_check_says_what_betting_would_cost_when_a_floor_is_declared(bench_repo: Path):
+    text = (bench_repo / "ratchet.toml").read_text()
+    assert check_report(bench_repo)["gate"]["betting_cost"] is None  # no floor declared: nothing to say
+    (bench_repo / "ratchet.toml").write_text(text + "[gate]\nunits = [10, 20, 40]\nmax_unit_loss = 0.1\n")
+    report = check_report(bench_repo)
+    cost = report["gate"]["betting_cost"]
+    assert cost["floor"] == -0.1 and cost["units"] == 40 and cost["level"] == report["gate"]["levels"][0]["level"]
+    assert 0.0 < cost["smallest_gain"] < 0.1  # a steady gain of a tenth of the floor or less is accepted at 40 units
+    assert 'gate.test = "betting" (the floor test, floor -0.1 from gate.max_unit_loss)' in cost["text"]
+    assert "at the last look (40 units) only a steady gain of at least" in cost["text"]
+    out = Console(file=io.StringIO(), width=250)
+    render_check(out, report)
+    assert cost["text"] in " ".join(out.file.getvalue().split())
+    code, envelope, _ = ratchet("check", str(bench_repo))
+    assert code == 0 and envelope["result"]["gate"]["betting_cost"]["text"] == cost["text"]
+    (bench_repo / "ratchet.toml").write_text(text + '[gate]\ntest = "betting"\nmax_unit_loss = 0.1\n')
+    assert check_report(bench_repo)["gate"]["betting_cost"] is None  # already betting

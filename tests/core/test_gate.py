@@ -323,3 +323,55 @@ def test_gate_design_records_the_test_its_guarantee_and_constants() -> None:
     assert design["guarantee"].startswith("P(accept) <=") and design["spending"] == "linear"
     assert canonical_bytes(design)  # JSON-clean, for the ledger
     assert gate_design("guarded_sign_flip", None)["tail_guard_scales"] is None  # rules 1 recorded 6.0 here
+
+
+def test_a_unit_below_the_floor_rejects_the_candidate_naming_the_unit_and_the_floor() -> None:
+    champ = np.full(20, 0.9)
+    cand = champ + 0.001  # too small a gain to accept at the first look
+    cand[12] = 0.6  # a loss of 0.3 on unit 12, beyond max_unit_loss = 0.1
+    decision = decide(paired(champ, cand), settings(looks=(10, 20), test="betting", max_unit_loss=0.1))
+    assert (decision.verdict, decision.reason, decision.look, decision.bound) == ("rejected", "below_floor", 1, None)
+    assert "Unit 12" in decision.reason_text and "-0.1" in decision.reason_text
+    # the same unit outside metric_range is a below_floor rejection under the floor test, not gate.bad_score
+    cand[12] = -0.5
+    ranged = decide(paired(champ, cand), settings(looks=(10, 20), test="betting", metric_range=(0.0, 1.0)))
+    assert ranged.reason == "below_floor" and "floor -1" in ranged.reason_text
+    assert decide(paired(champ[:10], cand[:10]), settings(looks=(10, 20), test="betting",
+                                                          max_unit_loss=0.1)).reason != "below_floor"
+
+
+def test_rules_1_betting_is_unchanged_where_the_floor_test_differs() -> None:
+    from ratchet.core.stats.betting import betting_test
+    from ratchet.core.stats.floor import floor_test
+
+    rng = np.random.default_rng(8)
+    champ = rng.uniform(0.3, 0.7, 40)
+    cand = np.clip(champ + rng.normal(0.05, 0.02, 40), 0.0, 1.0)
+    d = cand - champ
+    old = decide(paired(champ, cand), settings(test="betting", metric_range=(0.0, 1.0), rules=1))
+    new = decide(paired(champ, cand), settings(test="betting", metric_range=(0.0, 1.0)))
+    assert old.p_value == float(betting_test(d, 0.0, (-1.0, 1.0), 0.05, 40))
+    assert new.p_value == float(floor_test(d, 0.0, -1.0))
+    assert old.p_value != new.p_value and old.test == new.test == "betting"
+    with pytest.raises(RatchetError) as err:  # rules 1 bets over the range: a floor alone is not enough
+        settings(test="betting", max_unit_loss=1.0, rules=1)
+    assert err.value.code == "gate.bad_settings"
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan, True])
+def test_max_unit_loss_must_be_finite_and_positive(bad: float) -> None:
+    with pytest.raises(RatchetError) as err:
+        settings(test="betting", max_unit_loss=bad)
+    assert err.value.code == "gate.bad_settings" and "max_unit_loss" in err.value.message
+
+
+def test_gate_design_records_the_floor_the_bet_rule_and_the_cap() -> None:
+    from ratchet.core.gate_design import gate_design
+
+    ranged = gate_design("betting", (0.0, 1.0))
+    assert (ranged["max_unit_loss"], ranged["floor"], ranged["bet_cap"]) == (1.0, -1.0, 0.99)
+    assert ranged["bet_rule"].startswith("aGRAPA")
+    declared = gate_design("betting", (0.0, 1.0), max_unit_loss=0.1)
+    assert (declared["max_unit_loss"], declared["floor"]) == (0.1, -0.1)
+    assert gate_design("sign_flip", (0.0, 1.0))["floor"] is None
+    assert canonical_bytes(declared)

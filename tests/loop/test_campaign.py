@@ -196,3 +196,27 @@ def test_compare_applies_min_effect_rel(make_repo, tmp_path: Path):
     code, out, err = ratchet("compare", "HEAD~1", "HEAD", "--dir", str(root))
     assert code == 0, err
     assert out["result"]["verdict"] == "rejected", out["result"]
+
+
+def test_betting_rejects_a_unit_below_the_floor_and_promotes_a_gain_and_verify_rederives_both(
+        make_repo, tmp_path: Path):
+    # Noiseless scores: baseline 1.0; candidate 1 scores 0.8 (a loss of 0.2 per unit, below the floor
+    # -0.1), candidate 2 scores 1.1 (p 0.0005 at 12 units, under attempt 2's level 0.0136).
+    root = make_repo(tmp_path / "f", files={"bench.py": NOISELESS, "params.toml": "v = 1.0\n"})
+    for name, value in {"1-loses": 0.8, "2-gains": 1.1}.items():
+        (root / "candidates" / name).mkdir(parents=True)
+        (root / "candidates" / name / "params.toml").write_text(f"v = {value}\n")
+    set_contract(root, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
+                 append='[gate]\nunits = [6, 12]\nconfirm = false\nholdout_units = 6\ntest = "betting"\n'
+                        "max_unit_loss = 0.1\n")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, err
+    run_id = out["result"]["run_id"]
+    judged = [e["data"] for e in events(root, run_id) if e["kind"] == "trial.judged"]
+    assert (judged[0]["verdict"], judged[0]["reason"], judged[0]["units"]) == ("rejected", "below_floor", 6)
+    assert "below the floor -0.1" in judged[0]["reason_text"]
+    assert (judged[1]["verdict"], judged[1]["test"], judged[1]["units"]) == ("accepted", "betting", 12)
+    started = next(e["data"] for e in events(root, run_id) if e["kind"] == "run.started")
+    assert (started["gate"]["floor"], started["gate"]["bet_cap"], started["gate"]["rules"]) == (-0.1, 0.99, 2)
+    code, verified, err = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 0 and verified["result"]["verified"] and verified["result"]["checked"]["verdicts"] >= 2, verified

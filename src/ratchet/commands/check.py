@@ -164,14 +164,16 @@ def gate_summary(contract: Contract, looks: Sequence[int]) -> dict[str, Any]:
     for efficacy) and whether the exact test can reach the level; warnings (core.reach) when trials
     can never accept, or when their first look can only stop for futility; the guarantee of the test
     in use, and what the units cannot see: the chance that a failure mode of frequency q shows on
-    none of them, and the frequency they rule out at 95%."""
-    from ratchet.core.reach import level_rows, look_stops, reach_warnings, score_kind
+    none of them, and the frequency they rule out at 95%; `betting_cost` (core.reach.betting_cost):
+    with a floor declared and another test in use, what the floor test would need, else None."""
+    from ratchet.core.reach import betting_cost, level_rows, look_stops, reach_warnings, score_kind
     from ratchet.core.stats.guarantee import guarantee, ruled_out_frequency, unseen_chance
 
     gate = contract.gate
     kind = score_kind(contract)
     rows = []
-    for row in level_rows(contract, looks):
+    schedule = level_rows(contract, looks)
+    for row in schedule:
         rows.append({**row.to_json(), "stops": list(look_stops(row.level, looks, kind, gate.min_effect))})
     warnings = reach_warnings(contract, looks)
     late = [r for r in rows if r["reachable"] and not r["reachable_first"]]
@@ -190,6 +192,7 @@ def gate_summary(contract: Contract, looks: Sequence[int]) -> dict[str, Any]:
         "unseen": {"units": n, "unseen_5pct": unseen_chance(0.05, n), "unseen_10pct": unseen_chance(0.10, n),
                    "ruled_out_95": ruled_out_frequency(n)},
         "levels": rows,
+        "betting_cost": betting_cost(contract, looks, schedule[0].level) if schedule else None,
         "warnings": warnings,
     }
 

@@ -149,7 +149,7 @@ class TargetSection(_Model):
     split: Annotated[list[float], Field(min_length=3, max_length=3)] = [0.6, 0.2, 0.2]
     checks: list[Check] = []
     metric_range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
-    """[lo, hi]: every value the metric can take (benchmark); required by gate.test = "betting"."""
+    """[lo, hi]: every value the metric can take (benchmark); gives gate.max_unit_loss its default hi - lo."""
 
     @field_validator("metric_range")
     @classmethod
@@ -235,8 +235,9 @@ class GateSection(_Model):
     multiplicity: Literal["campaign", "trial"] = "campaign"
     test: Literal["guarded_sign_flip", "sign_flip", "betting"] = "guarded_sign_flip"
     """The test of a continuous metric (docs/gate.md): guarded_sign_flip (sign-flip plus the
-    harmful-tail guard), sign_flip (exact when d - margin is symmetric) or betting (valid for every
-    distribution within target.metric_range). Binary scores always use their exact tests."""
+    harmful-tail guard), sign_flip (exact when d - margin is symmetric) or betting (the floor test:
+    valid for every distribution whose units lose at most gate.max_unit_loss). Binary scores always
+    use their exact tests."""
     min_effect: Annotated[float, Field(ge=0)] = 0.0
     min_effect_rel: Annotated[float, Field(ge=0)] = 0.0
     units: Annotated[list[Annotated[int, Field(gt=0)]], Field(min_length=1)] = [10, 20, 40]
@@ -244,6 +245,11 @@ class GateSection(_Model):
     holdout_units: Annotated[int, Field(ge=0)] = 0
     patience: Annotated[int, Field(ge=0)] = 0
     target: float | None = None
+    max_unit_loss: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    """The largest loss one unit's paired difference can show (metric units, direction-normalised:
+    every d >= -max_unit_loss): the floor of gate.test = "betting" (docs/gate.md). Default: hi - lo
+    of target.metric_range when that is set, else unset. A unit below the floor rejects its candidate
+    (`below_floor`)."""
 
     @field_validator("units")
     @classmethod
@@ -398,11 +404,16 @@ class Contract(_Model):
 
     @model_validator(mode="after")
     def _cross_section(self) -> Contract:
-        if self.gate.test == "betting" and (self.target.kind != "benchmark" or self.target.metric_range is None):
+        floor = self.gate.max_unit_loss is not None or self.target.metric_range is not None
+        if self.gate.test == "betting" and (self.target.kind != "benchmark" or not floor):
             raise ValueError(
-                "gate.test = 'betting' needs a benchmark target with target.metric_range = [lo, hi] "
-                "(examples targets are pass/fail and always use their exact tests)"
+                "gate.test = 'betting' needs a benchmark target with gate.max_unit_loss (the largest loss one "
+                "unit can show) or target.metric_range = [lo, hi] (examples targets are pass/fail and always "
+                "use their exact tests)"
             )
+        if self.gate.max_unit_loss is not None and self.target.kind != "benchmark":
+            raise ValueError("gate.max_unit_loss is not used with target.kind = 'examples' (pass/fail scores use "
+                             "their exact tests)")
         if self.target.examples is not None:
             for a in self.scope.allowed:
                 if scope_covers(a, self.target.examples) or scope_covers(self.target.examples, a):

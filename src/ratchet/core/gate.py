@@ -29,6 +29,7 @@ Reason = Literal[
     "not_significant",
     "futility",
     "harmful_tail",
+    "below_floor",
     "candidate_failed",
     "champion_failed",
     "champion_retry",
@@ -45,6 +46,7 @@ REASONS: Mapping[str, str] = {
     "not_significant": "rejected: the last look was reached without a significant gain",
     "futility": "rejected early: at an interim look the mean gain was at or below the margin",
     "harmful_tail": "rejected: a unit's loss lies far below the other units' spread (harmful-tail guard)",
+    "below_floor": "rejected: a unit's paired difference lay below the floor -gate.max_unit_loss (floor test)",
     "candidate_failed": "rejected: a candidate measurement failed on a unit (crash, timeout, no metric, NaN)",
     "champion_failed": "inconclusive: the champion's measurement failed again on a unit after its retry",
     "champion_retry": "continue: champion measurements failed on units that are re-run once (retry_units)",
@@ -93,10 +95,12 @@ class GateSettings:
     (pass/fail scores) or continuous; direction: max or min;
     seed: seeds the sign-flip Monte Carlo beyond 20 units; test: gate.test for continuous scores
     (`guarded_sign_flip`, `sign_flip` or `betting`; binary scores always use their exact tests);
-    metric_range: (lo, hi) of one score, target.metric_range, required by `betting` (scores outside
-    it raise `gate.bad_score`); spending: how the level is spread over the looks (stats.sequential);
-    rules: the gate rules version the verdict is judged by (gate_design.GATE_RULES; older runs
-    re-derive with theirs).
+    metric_range: (lo, hi) of one score, target.metric_range, required by `betting` under rules 1
+    (scores outside it raise `gate.bad_score`, except under the floor test); spending: how the level
+    is spread over the looks (stats.sequential); rules: the gate rules version the verdict is judged
+    by (gate_design.GATE_RULES; older runs re-derive with theirs); max_unit_loss: gate.max_unit_loss
+    (metric units, > 0), the floor test's floor is -max_unit_loss (default hi - lo of metric_range;
+    `betting` under rules 2 needs one of the two).
     Raises RatchetError `gate.bad_settings` (or PlanError for bad looks) when built with invalid values.
     """
 
@@ -110,6 +114,7 @@ class GateSettings:
     metric_range: tuple[float, float] | None = None
     spending: Spending = "linear"
     rules: int = GATE_RULES
+    max_unit_loss: float | None = None
 
     def __post_init__(self) -> None:
         from ratchet.core.stats.sequential import validate_looks
@@ -131,6 +136,7 @@ class GateSettings:
         if isinstance(self.rules, bool) or self.rules not in range(1, GATE_RULES + 1):
             problems.append(f"rules must be a gate rules version 1 to {GATE_RULES}, got {self.rules!r}")
         problems += _test_problems(self.test, self.metric_range, self.kind, self.spending)
+        problems += _floor_problems(self.test, self.metric_range, self.kind, self.rules, self.max_unit_loss)
         if self.metric_range is not None and not problems:
             object.__setattr__(self, "metric_range", (float(self.metric_range[0]), float(self.metric_range[1])))
         if problems:
@@ -151,11 +157,26 @@ def _test_problems(test: object, metric_range: object, kind: str, spending: obje
         )
         if not ok:
             problems.append(f"metric_range must be (lo, hi) with finite lo < hi, got {metric_range!r}")
-    elif test == "betting" and kind == "continuous":
-        problems.append("test 'betting' needs metric_range (target.metric_range = [lo, hi])")
     if spending not in ("linear", "pocock"):
         problems.append(f"spending must be 'linear' or 'pocock', got {spending!r}")
     return problems
+
+
+def _floor_problems(test: object, metric_range: object, kind: str, rules: object, max_unit_loss: object) -> list[str]:
+    """What is wrong with the floor of `betting` (empty when valid): rules 1 bets over the range, so
+    it needs metric_range; rules 2 needs max_unit_loss (finite, > 0) or metric_range."""
+    if max_unit_loss is not None and not (
+        isinstance(max_unit_loss, int | float) and not isinstance(max_unit_loss, bool)
+        and math.isfinite(max_unit_loss) and max_unit_loss > 0
+    ):
+        return [f"max_unit_loss must be finite and > 0, got {max_unit_loss!r}"]
+    if test != "betting" or kind != "continuous" or metric_range is not None:
+        return []
+    if rules == 1:
+        return ["test 'betting' needs metric_range (target.metric_range = [lo, hi]) under gate rules 1"]
+    if max_unit_loss is None:
+        return ["test 'betting' needs max_unit_loss (gate.max_unit_loss) or metric_range (target.metric_range)"]
+    return []
 
 
 @dataclass(frozen=True)
@@ -327,7 +348,7 @@ def look_test(settings: GateSettings) -> Any:
 
     return LookTest(
         settings.kind, settings.test, max(settings.level, 1e-300), settings.looks[-1], settings.seed,
-        settings.metric_range, settings.rules,
+        settings.metric_range, settings.rules, settings.max_unit_loss,
     )
 
 
@@ -355,8 +376,11 @@ def _interval(d: Any, cand: Any, champ: Any, kind: str) -> tuple[tuple[float, fl
 
 
 def _check_range(d_scores: Any, settings: GateSettings) -> None:
-    """Scores outside the declared metric range void the betting test's guarantee: refuse them."""
+    """Scores outside the declared metric range void the rules-1 betting test's guarantee: refuse
+    them (the floor test needs only its floor, checked unit by unit as `below_floor`)."""
     if settings.metric_range is None or settings.kind != "continuous":
+        return
+    if settings.test == "betting" and settings.rules >= 2:
         return
     lo, hi = settings.metric_range
     bad = [v for v in d_scores if not lo <= v <= hi]
@@ -376,6 +400,7 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     retried -> continue/champion_retry with retry_units. Otherwise the looks reached by the leading
     complete units are walked in order (stats.sequential.walk_looks), which gives the same result as
     judging after each look: the harmful-tail guard fires (guarded_sign_flip) -> rejected/harmful_tail;
+    a unit below the floor -max_unit_loss (`betting`, rules 2) -> rejected/below_floor (bound None);
     p <= the look's threshold -> accepted/significant_gain; at an interim look, mean gain <= margin
     -> rejected/futility; at the last look -> rejected/not_significant; else continue. The p-value
     (labelled in p_value_kind) is exact McNemar / exact unconditional (binary), the sign-flip test or
@@ -383,7 +408,7 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     the same test at the deciding look's threshold (stats.per_look.LookTest).
     Raises RatchetError `gate.too_few_units` (fewer complete units than looks[0]),
     `gate.too_many_units`, `gate.duplicate_unit`, `gate.bad_score` (binary score not 0/1, or a
-    score outside settings.metric_range).
+    score outside settings.metric_range, except under the floor test).
     """
     import numpy as np
 
@@ -408,11 +433,32 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     n, threshold = looks[k], marks[k].increment
     interval, interval_kind = _interval(d[:n], cand[:n], champ[:n], settings.kind)
     label = test.label(n, settings.margin)
-    verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], threshold, settings.margin, label)
+    if outcome == "harmful_tail" and test.uses_floor:
+        verdict, reason, text = _floor_text(prefix, d, test.floor, k, looks, est[k])
+        bound = None  # the floor test's guarantee (and so its bound) needs every unit above the floor
+    else:
+        verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], threshold, settings.margin, label)
+        bound = test.bound(d[:n], settings.margin, threshold, outcome == "accepted")
     return Decision(
         verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), threshold,
-        label, test.bound(d[:n], settings.margin, threshold, outcome == "accepted"), interval_kind,
+        label, bound, interval_kind,
         "binary" if settings.kind == "binary" else settings.test,
+    )
+
+
+def _floor_text(prefix: Sequence[UnitScore], d: Any, floor: float, k: int, looks: tuple[int, ...],
+                est: float) -> tuple[Verdict, Reason, str]:
+    """Verdict, reason and sentence for a trial with a unit below the floor at look k: names the first
+    such unit (its plan index), its paired difference and the floor."""
+    from ratchet.core.stats.floor import below_floor
+
+    i = int(below_floor(d[: looks[k]], floor).argmax())
+    return (
+        "rejected",
+        "below_floor",
+        f"Unit {prefix[i].unit} shows a paired difference of {float(d[i]):+.4g}, below the floor {floor:g} "
+        f"(-gate.max_unit_loss) at look {k + 1} of {len(looks)} ({looks[k]} units): the floor test holds "
+        f"its level only for units at or above the floor, so the candidate is rejected; mean gain {est:+.4g}.",
     )
 
 

@@ -18,8 +18,10 @@ rules it recorded; a run is resumed only under the rules it started with.
   [lo - hi, hi - lo] capped at 0.75 / mu0; examples agents shown each trial's val means.
 - 2: harmful-tail guard threshold chosen by the number of units, the worst loss measured against the
   larger of the IQR-based SD and the upper tail (`tail_guard`: <= 1e-3 false alarms per look of
-  Gaussian differences at every n); `betting` is the floor
-  e-process (aGRAPA bets above `gate.max_unit_loss`); examples agents shown dev results and of val
+  Gaussian differences at every n); `betting` is the floor e-process (`stats/floor.py`: aGRAPA
+  bets capped at 0.99 / (m - L) above the floor L = -`gate.max_unit_loss`, a unit below it
+  rejected as `below_floor`, scores outside `target.metric_range` no longer refused); examples
+  agents shown dev results and of val
   only whether the candidate was promoted.
 """
 
@@ -38,6 +40,17 @@ def recorded_rules(gate: object) -> int:
     return int(value)
 
 
+def max_unit_loss_for(declared: float | None, metric_range: Sequence[float] | None) -> float | None:
+    """The floor test's max_unit_loss: `gate.max_unit_loss` when declared, else hi - lo of
+    `target.metric_range` (no paired difference of two scores in [lo, hi] loses more), else None (no
+    floor). Metric units, > 0 when not None."""
+    if declared is not None:
+        return float(declared)
+    if metric_range is not None:
+        return float(metric_range[1]) - float(metric_range[0])
+    return None
+
+
 def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]:
     """The looks of a confirmation on fresh units: one look at the design's last look, looks[-1],
     whatever the trial used (`units_used` >= 1, kept for the call's shape).
@@ -52,16 +65,21 @@ def confirmation_looks(looks: Sequence[int], units_used: int) -> tuple[int, ...]
     return (tuple(looks)[-1],)
 
 
-def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: Spending = "linear") -> dict:
+def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: Spending = "linear",
+                max_unit_loss: float | None = None) -> dict:
     """Everything a verdict depends on beyond the contract's numbers, for `run.started` (so a verdict
     can be re-derived later): the test and its guarantee sentence, the range, the spending, the
     confirmation's share and looks rule, the multiplicity rule, and the tests' constants.
     `tail_guard_scales` is rules 1's fixed guard (6 robust SDs), recorded by runs of those rules;
-    rules 2 records None there and its guard in `tail_guard` (`tail_guard.guard_design`)."""
-    from ratchet.core.stats import betting, multiplicity, paired, tail_guard
+    rules 2 records None there and its guard in `tail_guard` (`tail_guard.guard_design`); for
+    `betting` (the floor test), max_unit_loss (`gate.max_unit_loss`, defaulted from the range), the
+    floor -max_unit_loss, the bet rule and the bet cap (FLOOR_BET_CAP / (margin - floor))."""
+    from ratchet.core.stats import floor, multiplicity, paired, tail_guard
     from ratchet.core.stats.guarantee import guarantee
     from ratchet.core.stats.sequential import SPENDING_NAMES
 
+    betting = test == "betting"
+    loss = max_unit_loss_for(max_unit_loss, metric_range)
     return {
         "rules": GATE_RULES,
         "test": test,
@@ -76,7 +94,10 @@ def gate_design(test: GateTest, metric_range: Sequence[float] | None, spending: 
         "tail_guard": tail_guard.guard_design() if test == "guarded_sign_flip" else None,
         "exact_max_units": paired.EXACT_MAX_UNITS,
         "mc_flips": [paired.MC_FLIPS, paired.MC_RESOLUTION, paired.MC_MAX_FLIPS],
-        "bet_cap": betting.BET_CAP if test == "betting" else None,
+        "bet_cap": floor.FLOOR_BET_CAP if betting else None,
+        "bet_rule": floor.BET_RULE if betting else None,
+        "max_unit_loss": loss if betting else None,
+        "floor": None if not betting or loss is None else -loss,
     }
 
 

@@ -13,7 +13,7 @@ Pure: plain values in, text out; it calls the statistics of core.stats and chang
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from ratchet.core.contract import Contract
 from ratchet.core.stats.multiplicity import LevelRow, level_schedule
@@ -132,3 +132,49 @@ def reach_warnings(contract: Contract, looks: Sequence[int]) -> list[str]:
                   f"below) are under the smallest p-value the exact test can produce with {looks[-1]} {what} "
                   f"({floor:.3g})")
     return [f"{reason}. Fix: {_fix(contract, looks, rows)}"]
+
+
+def betting_cost(contract: Contract, looks: Sequence[int], level: float) -> dict[str, Any] | None:
+    """What `gate.test = "betting"` (the floor test) would cost, for a benchmark that declares a floor
+    (gate.max_unit_loss, or target.metric_range) but runs another test; None otherwise.
+
+    {"floor": -max_unit_loss, "units": looks[-1], "level": the level given (trial 1's),
+    "smallest_gain": the smallest steady gain (every unit gains it, no noise) the floor test accepts at
+    the last look, metric units (None when no gain can be accepted with that many units),
+    "units_per_gain": c such that a gain g needs at least about c / g units (the bet cap limits the
+    wealth's growth to about FLOOR_BET_CAP g / max_unit_loss per unit: c = ln(1 / level) max_unit_loss /
+    FLOOR_BET_CAP, with the margin added to max_unit_loss), "text": one line saying both}."""
+    import math
+
+    import numpy as np
+
+    from ratchet.core.gate_design import max_unit_loss_for
+    from ratchet.core.stats.floor import FLOOR_BET_CAP, floor_test
+
+    c = contract
+    loss = max_unit_loss_for(c.gate.max_unit_loss, c.target.metric_range)
+    if c.target.kind != "benchmark" or c.gate.test == "betting" or loss is None or not 0.0 < level < 1.0:
+        return None
+    margin, n = c.gate.min_effect, looks[-1]
+
+    def accepts(gain: float) -> bool:
+        return float(floor_test(np.full(n, margin + gain), margin, -loss)) <= level
+
+    low, high = 0.0, 1e6 * (loss + margin)
+    smallest = None
+    if accepts(high):
+        for _ in range(60):
+            mid = (low + high) / 2.0
+            low, high = (low, mid) if accepts(mid) else (mid, high)
+        smallest = high
+    per_gain = math.log(1.0 / level) * (loss + margin) / FLOOR_BET_CAP
+    source = "gate.max_unit_loss" if c.gate.max_unit_loss is not None else "target.metric_range"
+    head = f'gate.test = "betting" (the floor test, floor {-loss:g} from {source}) at trial 1\'s level {level:.3g}'
+    if smallest is None:
+        text = f"{head} cannot accept any gain with {n} units at the last look"
+    else:
+        text = (f"{head} accepts at the last look ({n} units) only a steady gain of at least {smallest:.3g} "
+                "over the margin")
+    text += f"; a gain g needs at least about {per_gain:.3g} / g units, more with noise"
+    return {"floor": -loss, "units": n, "level": level, "smallest_gain": smallest, "units_per_gain": per_gain,
+            "text": text}

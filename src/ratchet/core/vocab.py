@@ -111,7 +111,8 @@ GateTest = Literal["guarded_sign_flip", "sign_flip", "betting"]
 unconditional margin test, valid for every distribution of paired pass/fail units.
 - guarded_sign_flip (default): the sign-flip test plus the harmful-tail guard (`tail_guard`);
 - sign_flip: the sign-flip permutation test of the mean paired difference alone (no guard);
-- betting: a betting (e-process) test of a bounded mean; needs `target.metric_range`."""
+- betting: a betting (e-process) test; under gate rules 2 the floor test (`floor`), which needs
+  `gate.max_unit_loss` or `target.metric_range`; under rules 1 bets over the range (`betting`)."""
 
 
 CLOSED_SETS: Mapping[str, Mapping[str, str]] = {

@@ -274,7 +274,7 @@ def record_started(kernel: Kernel, salt: str, baseline_commit: str, baseline_tre
         baseline=TreeRefData(commit=baseline_commit, tree=baseline_tree), salt=salt,
         sandbox=kernel.sandbox.mode, target_kind=c.target.kind, direction=c.target.direction,
         limits=recorded_limits(c), holdout_reserve=reserve, warnings=warnings,
-        gate=gate_design(c.gate.test, c.target.metric_range),
+        gate=gate_design(c.gate.test, c.target.metric_range, max_unit_loss=c.gate.max_unit_loss),
         versions=versions(),
         signing_key=kernel.signer.public_record() if kernel.signer is not None else None,
         **extra,

@@ -171,4 +171,4 @@ def settings_for(plan: Plan, target: Target, level: float, margin: float, rules:
     (this build's unless re-deriving an older run)."""
     return GateSettings(looks=plan.looks, level=level, margin=margin, kind=target.score_kind,
                         direction=target.direction, seed=plan.gate_seed, test=target.test,
-                        metric_range=target.metric_range, rules=rules)
+                        metric_range=target.metric_range, rules=rules, max_unit_loss=target.max_unit_loss)

@@ -121,6 +121,8 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
            else "holdout: the test split, once")
     )
     out.print(f"           guarantee: {g['guarantee']}")
+    if g.get("betting_cost"):
+        out.print(f"           {escape(g['betting_cost']['text'])}")
     u = g["unseen"]
     out.print(f"           what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
               f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "

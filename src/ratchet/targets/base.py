@@ -114,7 +114,10 @@ class Target(Jobs, Protocol):
     """gate.test for continuous scores (binary scores always use exact McNemar)."""
 
     metric_range: tuple[float, float] | None
-    """target.metric_range: the range of one score, required by the betting test."""
+    """target.metric_range: the range of one score (the rules-1 betting test needs it)."""
+
+    max_unit_loss: float | None
+    """The betting test's floor size, gate.max_unit_loss (default hi - lo of metric_range; None: no floor)."""
 
     def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
         """Cumulative units per look for `stage` (a confirmation: after a trial decided on

@@ -16,7 +16,7 @@ from ratchet.compute.outcome import stderr_excerpt
 from ratchet.core.budget import holdout_worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
-from ratchet.core.gate_design import confirmation_looks
+from ratchet.core.gate_design import confirmation_looks, max_unit_loss_for
 from ratchet.core.jobfiles import JobFiles
 from ratchet.core.plan import NO_ATTEMPT, SEED_MASK, Plan, PlannedJob, Stage, compile_plan
 from ratchet.core.vocab import Direction, GateTest, ScoreKind
@@ -40,6 +40,7 @@ class BenchmarkTarget(ShellJobs):
         self.confirms = contract.gate.confirm
         self.test: GateTest = contract.gate.test
         self.metric_range = (t.metric_range[0], t.metric_range[1]) if t.metric_range else None
+        self.max_unit_loss = max_unit_loss_for(contract.gate.max_unit_loss, self.metric_range)
         self.salt = salt
 
     def settings_json(self) -> dict[str, Any]:

@@ -87,6 +87,7 @@ class ExamplesTarget:
     confirms = False
     test: GateTest = "sign_flip"  # unused: pass/fail scores are judged by exact McNemar
     metric_range: tuple[float, float] | None = None
+    max_unit_loss: float | None = None
 
     def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str, split: Split, project_root: Path, *,
                  shard_size: int = DEFAULT_SHARD_SIZE, slack_s: float = SHARD_SLACK_S,

@@ -97,14 +97,20 @@ def test_binary_bound_agrees_with_the_verdict() -> None:
         assert decision.p_value_kind == "bound" and decision.interval_kind == "descriptive_newcombe"
 
 
-def test_betting_needs_a_range_and_refuses_scores_outside_it() -> None:
+def test_betting_needs_a_range_or_a_floor_and_rules_1_refuses_scores_outside_the_range() -> None:
     with pytest.raises(RatchetError) as err:
         GateSettings(LOOKS, 0.05, 0.0, "continuous", "max", 0, "betting")
-    assert err.value.code == "gate.bad_settings" and "metric_range" in err.value.message
-    settings = GateSettings((10,), 0.05, 0.0, "continuous", "max", 0, "betting", (0.0, 1.0))
+    assert err.value.code == "gate.bad_settings"
+    assert "max_unit_loss" in err.value.message and "metric_range" in err.value.message
     with pytest.raises(RatchetError) as err:
-        decide([UnitScore(i, 0.5, 1.5) for i in range(10)], settings)
+        GateSettings(LOOKS, 0.05, 0.0, "continuous", "max", 0, "betting", rules=1, max_unit_loss=1.0)
+    assert err.value.code == "gate.bad_settings" and "metric_range" in err.value.message
+    old = GateSettings((10,), 0.05, 0.0, "continuous", "max", 0, "betting", (0.0, 1.0), rules=1)
+    with pytest.raises(RatchetError) as err:
+        decide([UnitScore(i, 0.5, 1.5) for i in range(10)], old)
     assert err.value.code == "gate.bad_score"
+    floor = GateSettings((10,), 0.05, 0.0, "continuous", "max", 0, "betting", (0.0, 1.0))
+    assert decide([UnitScore(i, 0.5, 1.5) for i in range(10)], floor).verdict == "accepted"  # d = 1 >= floor -1
 
 
 def test_betting_p_value_is_non_decreasing_in_the_margin() -> None:

@@ -3,7 +3,10 @@
 - `paired.py`: one-sided paired tests (exact McNemar, exact unconditional with a margin, sign-flip
   permutation with Monte Carlo flips chosen from the threshold) and intervals (Wilson, Newcombe,
   Student t, descriptive);
-- `betting.py`: the anytime-valid betting test of a bounded mean (gate.test = "betting");
+- `betting.py`: the anytime-valid betting test of a bounded mean (gate.test = "betting" under gate
+  rules 1: bets over the metric's range);
+- `floor.py`: the floor test, an anytime-valid e-process that needs only a floor on each unit's loss
+  (gate.test = "betting" under gate rules 2: aGRAPA bets above -gate.max_unit_loss);
 - `tail_guard.py`: the harmful-tail guard of `guarded_sign_flip`;
 - `per_look.py`: the one test object a look runs, whichever gate.test and score kind;
 - `bounds.py`: the verdict's bound, the same test inverted at the deciding look's threshold;

@@ -29,7 +29,9 @@ GUARANTEES: Mapping[str, str] = {
     ),
     "betting": (
         "P(accept) <= the trial's level, at every look, for every distribution of paired differences "
-        "within the declared metric range whose mean is at most the margin (Ville's inequality)."
+        "whose mean is at most the margin and whose units each lose at most gate.max_unit_loss (default: "
+        "the width of target.metric_range) (Ville's inequality); a unit that loses more rejects the "
+        "candidate (below_floor), but a loss beyond the floor that no unit showed cannot be seen."
     ),
     "binary": (
         "P(accept) <= the trial's level for every distribution of paired pass/fail units whose gain "
