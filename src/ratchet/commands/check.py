@@ -250,7 +250,9 @@ def environment_summary(contract: Contract, resolved: str) -> dict[str, Any]:
 def examples_summary(contract: Contract, data: ExampleData, first_level: float,
                      looks: Sequence[int]) -> dict[str, Any]:
     """Split sizes, duplicates dropped, the looks on val (`looks`: gate.units clamped to the val
-    split), the smallest pass-rate gain val can detect at the first trial's level with 80% power,
+    split), `promotions_room` (how many promotions val has room for: its blocks of looks[-1]
+    examples, targets.examples.val_blocks), the smallest pass-rate gain val can detect at the first
+    trial's level with 80% power,
     `check_errors` (per check, the examples it can never judge: see targets.examples.never_judged),
     and warnings (small splits, an unreachable gate.target, examples that will always be a
     check_error, JSON text held in strings under json_equality)."""
@@ -260,6 +262,7 @@ def examples_summary(contract: Contract, data: ExampleData, first_level: float,
         never_judged,
         split_warnings,
         target_unreachable,
+        val_blocks,
     )
 
     examples, split = data.examples, data.split
@@ -285,7 +288,8 @@ def examples_summary(contract: Contract, data: ExampleData, first_level: float,
             "(see docs/examples-checks.md)")
     return {
         "total": len(examples), "duplicates_dropped": len(examples.dropped_lines), **split.sizes(),
-        "looks": list(looks), "mde_first_trial": None if mde == float("inf") else mde,
+        "looks": list(looks), "promotions_room": len(val_blocks(split.val, contract.campaign.seed, looks[-1])),
+        "mde_first_trial": None if mde == float("inf") else mde,
         "confirm_applies": False, "check_errors": check_errors, "warnings": warnings,
     }
 

@@ -14,7 +14,7 @@ from ratchet.agents.base import Agent
 from ratchet.compute.base import JobResult, JobSpec, run_jobs
 from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
 from ratchet.core.contract import Contract
-from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, TrialJudged
+from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, RunStarted, TrialJudged
 from ratchet.loop.kernel import Kernel, agent_work_dir
 from ratchet.targets.examples import ExampleData
 from ratchet.workspace.git import Git
@@ -162,19 +162,32 @@ def model_budget_records(kernel: Kernel) -> list[Reservation | Settlement]:
 
 class LedgerEvidence:
     """What the llm agent may know of the run, from its folded state: the champion's figures and
-    each judged attempt's verdict, estimate and bound (never unit seeds, never holdout figures)."""
+    each judged attempt's verdict, estimate and bound (never unit seeds, never holdout figures). On
+    an examples target nothing measured on val: the dev pass rates, and of each attempt only what
+    `loop.history.past_attempts` shows (promoted or not, or a reason decided without jobs)."""
 
     def __init__(self, link: AgentLink):
         self.link = link
 
+    def _examples(self) -> bool:
+        return self.link._k().contract.target.kind == "examples"
+
     def champion(self, ctx: Any) -> Any:
         """The champion's mean as last measured (RunState.champion_mean: the preflight's, then each
         trial's champion side, then the promoted candidate's) and the units of the last trial that
-        measured it, or None when it was never measured."""
+        measured it, or None when it was never measured. Examples targets: its dev pass rate (the
+        preflight's, then the promoted candidate's dev measurement) over the dev split."""
         from ratchet.agents.llm.briefing import ChampionFigures
+        from ratchet.loop.history import champion_dev_mean
 
         k = self.link._k()
-        mean = k.state().champion_mean
+        state = k.state()
+        if self._examples():
+            dev = champion_dev_mean(state)
+            started = k.recorded(RunStarted)
+            sizes = (started.examples or {}).get("sizes", {}) if started is not None else {}
+            return None if dev is None else ChampionFigures(dev, None, None, int(sizes.get("dev", 0)))
+        mean = state.champion_mean
         if mean is None:
             return None
         judged = [p for e in k.events_of("trial.judged")
@@ -182,17 +195,25 @@ class LedgerEvidence:
         return ChampionFigures(mean, None, None, judged[-1].units if judged else 0)
 
     def attempts(self, ctx: Any) -> list[Any]:
-        """One summary per judged attempt, oldest first."""
+        """One summary per judged attempt, oldest first (examples targets: as `past_attempts` shows
+        it, the dev pass rate leading the summary, no estimate or bound)."""
         from ratchet.agents.llm.briefing import AttemptSummary
-        from ratchet.present.status import final_verdict
+        from ratchet.loop.history import past_attempts
 
+        state = self.link._k().state()
+        examples = self._examples()
+        shown = {p.attempt: p for p in past_attempts(state, examples)}
         out = []
-        for a in self.link._k().state().attempts:
-            if a.verdict is None or a.attempt >= ctx.attempt:
+        for a in state.attempts:
+            if a.attempt not in shown or a.attempt >= ctx.attempt:
                 continue
-            verdict, reason = final_verdict(a)
+            p = shown[a.attempt]
+            if examples:
+                dev = "not measured" if p.dev_mean is None else f"{p.dev_mean:.6g}"
+                out.append(AttemptSummary(a.attempt, f"dev pass rate {dev}; {a.summary or ''}", p.verdict, p.reason))
+                continue
             bound = a.interval[0] if a.interval else None
-            out.append(AttemptSummary(a.attempt, a.summary or "", verdict, reason, a.estimate, bound))
+            out.append(AttemptSummary(a.attempt, a.summary or "", p.verdict, p.reason, a.estimate, bound))
         return out
 
     def dev_failures(self, ctx: Any) -> list[Any]:
