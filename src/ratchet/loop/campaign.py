@@ -146,9 +146,9 @@ class Campaign:
             return "target_reached", None
         blocks = self.target.trial_blocks()
         if blocks is not None and state.promotions >= blocks:
-            self.stop_detail = (f"val has room for {blocks} promotion(s), one per block of "
-                                f"{self.target.looks('trial')[-1]} examples, and all {blocks} were made: another "
-                                "trial would measure a block whose verdicts agents have already learned from")
+            self.stop_detail = (f"{state.promotions} promotion(s) made; val has room for {blocks} (one block of "
+                                f"{self.target.looks('trial')[-1]} examples each): another trial would measure a "
+                                "block whose verdicts the agents have already learned from")
             return "val_exhausted", None
         used = state.budget_used
         now_wall = used.wall_s + max(0.0, (self.k.clock() - parse_ts(self.k.log.events[-1].ts)).total_seconds())
