@@ -2,12 +2,16 @@
 and adaptive agents"), on real campaigns: a candidate of an agent that reads history is measured on
 dev before its trial and the files agent's is not; the history shows dev pass rates and of val only
 promoted / not_promoted; the trials between two promotions share a val block and the next promotion
-moves to a disjoint one; a run with every block used stops `val_exhausted`; `ratchet verify` re-derives
-the blocks and catches a trial planned on a used one."""
+moves to a disjoint one, also across a resume; a run with every block used stops `val_exhausted`;
+`ratchet verify` re-derives the blocks and catches a trial planned on a used one."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -157,11 +161,14 @@ def test_a_promotion_moves_the_trials_to_a_fresh_block_until_val_is_used_up(tmp_
     root = _blocks_repo(tmp_path / "r")
     code, out, _ = ratchet("check", str(root))
     assert code == 0 and out["result"]["examples"]["promotions_room"] == 2
-    code, out, err = ratchet("run", str(root))
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                             env={**os.environ, "RATCHET_TEST_CRASH_AT": "after:champion.promoted:1"}, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL  # killed right after the first promotion
+    run_id = next((root / ".ratchet" / "runs").iterdir()).name
+    code, out, err = ratchet("run", str(root), "--resume", run_id)  # the resume derives the next block
     assert code == 0, err
     r = out["result"]
     assert r["promotions"] == 2 and r["stop_reason"] == "val_exhausted", r
-    run_id = r["run_id"]
     promoted = [e["data"]["attempt"] for e in events(root, run_id) if e["kind"] == "champion.promoted"]
     assert promoted == [2, 4]  # attempt 5 never ran: no block was left for it
     units = _trial_units(root, run_id)

@@ -269,7 +269,6 @@ class Campaign:
                       params=dict(submitted.params) if submitted.params is not None else None,
                       invalid=submitted.invalid or None)
 
-
     def _submit(self, number: int, sub: Submit) -> None:
         report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
         champion = self.k.state().champion
