@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ratchet.core.audit_view import Judged, Planned, RunView
 from ratchet.core.budget import RESOURCES, Account, Charge, Reservation
 from ratchet.core.events import Event
+from ratchet.core.gate import WITHOUT_JOBS
 from ratchet.core.gate_design import margin_for_state
 from ratchet.core.payloads import ModelCalled, ModelReserved, given
 from ratchet.core.vocab import Stage
@@ -58,8 +59,8 @@ FINDINGS: Mapping[str, str] = {
 }
 """Every check's code, with what a failure of it means."""
 
-NO_JOBS_REASONS = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
-"""Reasons a trial may be judged without a plan."""
+NO_JOBS_REASONS = WITHOUT_JOBS
+"""Reasons a trial may be judged without a plan (core.gate.WITHOUT_JOBS)."""
 
 REL_TOL = 1e-9
 """Relative tolerance of a re-derived figure (the same code on another machine's floating point)."""

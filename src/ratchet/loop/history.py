@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ratchet.agents.base import PastAttempt
+from ratchet.core.gate import WITHOUT_JOBS
 from ratchet.core.gate_design import GATE_RULES
 from ratchet.core.payloads import JobFinished, given
 from ratchet.core.plan import NO_ATTEMPT
@@ -20,9 +21,10 @@ from ratchet.core.state import RunState
 from ratchet.core.stats.multiplicity import LevelOutcome
 from ratchet.present.status import final_verdict
 
-JUDGED_WITHOUT_JOBS = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
-"""Reasons a trial is decided before any job ran: its level was never spent, and on an examples
-target the only reasons an agent is shown (they depend on the candidate alone, never on val)."""
+JUDGED_WITHOUT_JOBS = WITHOUT_JOBS
+"""Reasons a trial is decided before any job ran (core.gate.WITHOUT_JOBS): its level was never
+spent, and on an examples target the only reasons an agent is shown (they depend on the candidate
+alone, never on val)."""
 
 
 def level_history(state: RunState, before: int, rules: int = GATE_RULES) -> list[LevelOutcome]:
