@@ -126,6 +126,24 @@ def test_the_files_agent_is_not_measured_on_dev(tmp_path: Path):
     assert "dev" not in stages and {"preflight", "trial", "holdout"} <= stages
 
 
+def test_check_counts_each_candidates_dev_measurement_for_an_agent_that_reads_history(tmp_path: Path):
+    files = make_examples_repo(tmp_path / "files")  # dev 36, val 27: a trial's worst case is 3 x 27
+    search = make_examples_repo(tmp_path / "search", EXAMPLES_CONTRACT.replace(
+        'kind = "files"\n[agent.files]\npath = "candidates/"',
+        'kind = "search"\n[agent.search]\nfile = "params.toml"\n[agent.search.space]\n'
+        'x = { type = "float", low = 0.0, high = 1.0 }').replace('allowed = ["solution.py"]',
+                                                               'allowed = ["solution.py", "params.toml"]'))
+    (search / "params.toml").write_text("x = 0.5\n")
+    git(search, "add", "-A")
+    git(search, "commit", "-q", "-m", "params")
+    worst = {}
+    for root in (files, search):
+        code, out, err = ratchet("check", str(root))
+        assert code == 0, err
+        worst[root.name] = out["result"]["budget"]["worst_case_units"]["per_trial"]
+    assert worst == {"files": 81, "search": 81 + 36}
+
+
 BLOCKS_CONTRACT = (EXAMPLES_CONTRACT.replace("split = [0.4, 0.3, 0.3]", "split = [0.3, 0.4, 0.3]")
                    .replace("units = [10, 27]", "units = [20, 40]").replace("max_attempts = 3", "max_attempts = 8"))
 """200 words: dev 60, val 80, test 60; blocks of 40 val examples: room for two promotions."""

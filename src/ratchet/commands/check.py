@@ -33,13 +33,14 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     `ratchet run` does before spending any budget (in the sandbox when it is used).
 
     The looks and the worst-case budget are the run's own: the target is built as `ratchet run`
-    builds it (an examples target's looks are clamped to the val split and its reserve is
-    2 x test + dev + val).
+    builds it (an examples target's looks are clamped to the val split, its reserve is
+    2 x test + dev + val, and each attempt of an agent that reads history adds |dev|).
 
     Raises ContractError / UnsupportedError / DataError / GitError / SandboxError (exit 2), and
     MeasurementError `preflight.no_metric` when the preflight measures nothing.
     """
     from ratchet.commands.run import load_examples_data
+    from ratchet.loop.agents import reads_history
     from ratchet.targets.factory import make_target
 
     loaded, git = check_project(directory)
@@ -58,7 +59,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         warnings.append(sandbox["warning"])
     environment = environment_summary(contract, sandbox["resolved"])
     warnings.extend(environment.pop("warnings"))
-    worst = worst_case(looks[-1], target.confirms, target.reserve_units(), contract.budget.max_attempts)
+    dev = len(target.dev_jobs(0, "")) if reads_history(contract) else 0  # each candidate on dev (examples)
+    worst = worst_case(looks[-1], target.confirms, target.reserve_units(), contract.budget.max_attempts, dev)
     if contract.budget.max_evaluations and worst["per_trial"] + worst["holdout"] > contract.budget.max_evaluations:
         warnings.append(
             f"budget.max_evaluations = {contract.budget.max_evaluations} cannot fit one trial's worst case "

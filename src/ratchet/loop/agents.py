@@ -100,6 +100,19 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
     return FilesAgent(folder, view)
 
 
+def reads_history(contract: Contract) -> bool:
+    """Whether the agent `agent.kind` names reads earlier attempts' results (`Agent.reads_history`
+    of its class), known without building it (`ratchet check`)."""
+    from ratchet.agents.command.agent import CommandAgent
+    from ratchet.agents.files import FilesAgent
+    from ratchet.agents.llm.agent import LlmAgent
+    from ratchet.agents.search import SearchAgent
+
+    kinds: dict[str, type[Agent]] = {"search": SearchAgent, "command": CommandAgent, "llm": LlmAgent,
+                                     "files": FilesAgent}
+    return kinds[contract.agent.kind].reads_history
+
+
 def _llm_agent(contract: Contract, root: Path, view: Any, link: AgentLink) -> Agent:
     from ratchet.agents.llm.agent import LlmAgent
 
