@@ -16,7 +16,7 @@ from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits
 from ratchet.core.contract import Contract
 from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, RunStarted, TrialJudged
 from ratchet.loop.kernel import Kernel, agent_work_dir
-from ratchet.targets.examples import ExampleData
+from ratchet.targets.examples import Example, ExampleData
 from ratchet.workspace.git import Git
 
 EVENT_KEYS: Mapping[str, tuple[str, ...]] = {AgentLeg.kind: ("attempt", "leg"),
@@ -91,7 +91,7 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         return build_command_agent(contract, root, git, agent_work_dir(root), link.put_bytes, link.record, link.run_job,
                                    dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left)
     if kind == "llm":
-        return _llm_agent(contract, root, view, link)
+        return _llm_agent(contract, root, view, link, data)
     from ratchet.agents.files import FilesAgent, list_candidates
 
     assert contract.agent.files is not None
@@ -113,11 +113,12 @@ def reads_history(contract: Contract) -> bool:
     return kinds[contract.agent.kind].reads_history
 
 
-def _llm_agent(contract: Contract, root: Path, view: Any, link: AgentLink) -> Agent:
+def _llm_agent(contract: Contract, root: Path, view: Any, link: AgentLink, data: ExampleData | None) -> Agent:
     from ratchet.agents.llm.agent import LlmAgent
 
     limits = limits_of(contract)
-    agent = LlmAgent.build(contract, root, view, Account(limits), LedgerJournal(link), LedgerEvidence(link))
+    dev = {ex.id: ex for ex in data.split.dev} if data is not None else {}
+    agent = LlmAgent.build(contract, root, view, Account(limits), LedgerJournal(link), LedgerEvidence(link, dev))
 
     def replay(kernel: Kernel) -> None:  # a resume: what earlier sessions spent and reserved stays charged
         agent.client.budget = Account.replay(limits, model_budget_records(kernel))
@@ -179,8 +180,9 @@ class LedgerEvidence:
     an examples target nothing measured on val: the dev pass rates, and of each attempt only what
     `loop.history.past_attempts` shows (promoted or not, or a reason decided without jobs)."""
 
-    def __init__(self, link: AgentLink):
+    def __init__(self, link: AgentLink, dev: Mapping[str, Example] | None = None):
         self.link = link
+        self.dev = dict(dev or {})
 
     def _examples(self) -> bool:
         return self.link._k().contract.target.kind == "examples"
@@ -230,5 +232,18 @@ class LedgerEvidence:
         return out
 
     def dev_failures(self, ctx: Any) -> list[Any]:
-        """Not measured by this build: the dev split's per-example outputs are not kept."""
-        return []
+        """Examples targets: the dev examples the champion did not pass in its dev measurement (the
+        preflight's, then the promoted candidate's), with their input and expected output; the run
+        keeps only pass / fail per example, so `actual` says how the example ended instead of the
+        output. Never a val or test example (`dev` holds the dev split alone). [] for a benchmark."""
+        from ratchet.agents.llm.briefing import DevFailure
+        from ratchet.loop.history import champion_dev_failures
+        from ratchet.targets.examples import json_text
+
+        out = []
+        for example_id, status in champion_dev_failures(self.link._k().state()):
+            ex = self.dev.get(example_id)
+            if ex is not None:
+                out.append(DevFailure(ex.input, json_text(ex.expected_output),
+                                      f"(the output is not kept; the example ended: {status})", status))
+        return out

@@ -67,18 +67,46 @@ def pass_rate(jobs: Iterable[JobFinished], attempt: int, stage: str) -> float | 
     return passes / total if total else None
 
 
+def failed_examples(jobs: Iterable[JobFinished], attempt: int, stage: str) -> list[tuple[str, str]]:
+    """(example id, status) of every example the shards of (`attempt`, `stage`) among `jobs` did
+    not pass, in record order: status `failed` (a check said no) or how it ended (`crash`,
+    `timeout`, ...; the shard's state when the whole shard did not end ok)."""
+    out = []
+    for job in jobs:
+        if job.attempt != attempt or job.stage != stage:
+            continue
+        for example_id, entry in (given(job.examples) or {}).items():
+            status = str(entry[1]) if isinstance(entry, list) and len(entry) == 2 else "unknown"
+            if job.state != "ok":
+                out.append((example_id, job.state))
+            elif not (isinstance(entry, list) and entry[0] is True and status == "ok"):
+                out.append((example_id, "failed" if status == "ok" else status))
+    return out
+
+
 def dev_mean(state: RunState, attempt: int) -> float | None:
     """Attempt `attempt`'s candidate pass rate on the dev split (job stage `dev`), or None when its
     candidate was not measured there."""
     return pass_rate(state.finished_jobs.values(), attempt, "dev")
 
 
-def champion_dev_mean(state: RunState) -> float | None:
-    """The champion's pass rate on the dev split: the preflight's while it is the baseline, then the
-    promoted candidate's dev measurement (None when it had none: its agent reads no history)."""
+def champion_dev_source(state: RunState) -> tuple[int, str]:
+    """(attempt, job stage) of the champion's dev measurement: the preflight's while it is the
+    baseline, then the promoted candidate's `dev` stage."""
     if state.champion.attempt is None:
-        return pass_rate(state.finished_jobs.values(), NO_ATTEMPT, "preflight")
-    return dev_mean(state, state.champion.attempt)
+        return NO_ATTEMPT, "preflight"
+    return state.champion.attempt, "dev"
+
+
+def champion_dev_mean(state: RunState) -> float | None:
+    """The champion's pass rate on the dev split (champion_dev_source; None when it had no dev
+    measurement: the agent that proposed it reads no history)."""
+    return pass_rate(state.finished_jobs.values(), *champion_dev_source(state))
+
+
+def champion_dev_failures(state: RunState) -> list[tuple[str, str]]:
+    """(example id, status) of the dev examples the champion did not pass (champion_dev_source)."""
+    return failed_examples(state.finished_jobs.values(), *champion_dev_source(state))
 
 
 def past_attempts(state: RunState, examples: bool) -> tuple[PastAttempt, ...]:
