@@ -128,9 +128,13 @@ def test_check_on_examples_uses_the_looks_clamped_to_val_and_the_examples_reserv
     assert 0 < val < 7 and report["gate"]["looks"] == e["looks"] == [val]
     assert all(row["min_p_last"] == 0.5 ** val for row in report["gate"]["levels"])
     assert not any(row["reachable"] for row in report["gate"]["levels"])
-    # The examples reserve: baseline and champion on test, the champion on dev and val; no confirmation.
+    # The examples reserve: baseline and champion on test, the champion on dev and val; no confirmation;
+    # each attempt of the scaffold's agent (it reads history) also measures its candidate on dev.
+    assert report["agent"]["kind"] != "files"
     worst = report["budget"]["worst_case_units"]
-    assert worst == {"per_trial": 3 * val, "holdout": 2 * test + dev + val, "run": 3 * val * 20 + 2 * test + dev + val}
+    per_trial = 3 * val + dev
+    holdout = 2 * test + dev + val
+    assert worst == {"per_trial": per_trial, "holdout": holdout, "run": per_trial * 20 + holdout}
     warning = next(w for w in report["warnings"] if w.startswith("no trial can accept a candidate"))
     assert f"with {val} val examples at the last look" in warning
     assert "Fix: a last look of at least 7 val examples" in warning  # 0.5**7 <= trial 1's level 0.0139

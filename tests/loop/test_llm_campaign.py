@@ -133,3 +133,26 @@ def test_verify_passes_an_llm_run_and_catches_a_reservation_past_its_limit(bench
     budget = [f for f in verified["result"]["findings"] if f["code"] == "verify.budget"]
     assert code == 3 and budget, verified
     assert budget[0]["message"].startswith("model call attempt-1/executor was reserved past max_output_tokens")
+
+
+def test_on_an_examples_target_the_model_sees_dev_failures_and_of_val_only_the_verdict(tmp_path: Path, server):
+    from repo_fixture import EXAMPLES_CONTRACT, make_examples_repo
+
+    from ratchet.commands.run import load_examples_data, open_project
+
+    agent = (f'kind = "llm"\n[agent.llm]\nbase_url = "{server.url}"\nmodel = "test-model"\n'
+             'api_key_env = "TEST_LLM_KEY"\nrequest_timeout_s = 5\nmax_output_tokens = 400\n')
+    contract = EXAMPLES_CONTRACT.replace('kind = "files"\n[agent.files]\npath = "candidates/"\n', agent)
+    root = make_examples_repo(tmp_path / "r", contract.replace("max_attempts = 3", "max_attempts = 2"))
+    server.script = [reply("SUMMARY: exit\nNothing works.\n```python\nraise SystemExit(3)\n```\n"),
+                     reply("SUMMARY: upper-case\nUpper case.\n```python\nprint(input().upper())\n```\n")]
+    code, out, _ = ratchet("run", str(root), env=run_env())
+    assert code == 0, out
+    assert out["result"]["promotions"] == 1
+    prompt = "\n".join(str(m.get("content")) for m in server.requests[-1]["messages"])
+    assert "rejected (not_promoted)" in prompt and "futility" not in prompt  # the gate said futility
+    assert "dev pass rate 0;" in prompt  # the crash measured on dev
+    data = load_examples_data(open_project(root)[0])
+    assert any(ex.input in prompt for ex in data.split.dev), "the baseline's dev failures are shown"
+    for ex in data.split.val + data.split.test:
+        assert ex.input not in prompt, f"val/test input {ex.input!r} reached the model"

@@ -28,6 +28,7 @@ from ratchet.targets.examples import (
     split_sizes,
     split_warnings,
     target_unreachable,
+    val_blocks,
     val_order,
 )
 
@@ -281,6 +282,18 @@ def test_val_order_is_seeded_per_trial_and_independent_of_input_order(tmp_path):
     assert [e.id for e in first] == [e.id for e in val_order(list(reversed(val)), seed=0, trial=1)]
     assert [e.id for e in first] != [e.id for e in val_order(val, seed=0, trial=2)]
     assert sorted(e.id for e in first) == sorted(e.id for e in val)
+
+
+def test_val_blocks_are_disjoint_seeded_and_as_many_as_full_blocks_fit(tmp_path):
+    val = list(load_examples(write_lines(tmp_path / "a.jsonl", many(50))).examples)
+    blocks = val_blocks(val, seed=0, size=20)
+    assert [len(b) for b in blocks] == [20, 20]  # floor(50 / 20); the last 10 examples are never measured
+    assert not set(blocks[0]) & set(blocks[1])
+    assert val_blocks(list(reversed(val)), seed=0, size=20) == blocks
+    assert val_blocks(val, seed=1, size=20) != blocks
+    assert len(val_blocks(val, seed=0, size=50)) == 1
+    with pytest.raises(ValueError):
+        val_blocks(val, seed=0, size=51)
 
 
 def test_looks_are_clamped_to_the_val_size():

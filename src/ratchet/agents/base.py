@@ -113,8 +113,17 @@ class LaunchResult:
 
 @dataclass(frozen=True)
 class PastAttempt:
-    """One finished attempt as the agent may know it: its params (search), its candidate tree, the
-    verdict, and the candidate's measured mean on the metric (None when not measured)."""
+    """One finished attempt as the agent may know it (loop/history.py builds it from the ledger).
+
+    params: the tunables (search agent) or None; tree: the candidate tree; verdict and reason: the
+    gate's, except on an examples target, where an attempt whose trial ran jobs shows only verdict
+    `accepted` with reason `promoted`, or `rejected` with reason `not_promoted` (a reason such as
+    futility, or an `inconclusive` verdict, would tell how the val block scored); candidate_mean:
+    the candidate's mean on its trial's units (benchmarks; None on an examples target, whose trials
+    between promotions all measure one val block, and when not measured); dev_mean: examples
+    targets, the candidate's pass rate in [0, 1] on the dev split (None when not measured: a
+    benchmark, an agent that does not read history, a candidate decided without jobs).
+    """
 
     attempt: int
     tree: str | None
@@ -122,6 +131,7 @@ class PastAttempt:
     verdict: str | None
     reason: str | None
     candidate_mean: float | None
+    dev_mean: float | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,12 @@ class TreeBuilder(Protocol):
 class Agent(ABC):
     """An agent: `start` opens an attempt; `wake` continues it after a `Launch`. The other hooks
     have defaults that do nothing; an agent kind overrides those it needs."""
+
+    reads_history: bool = True
+    """Whether what the agent proposes may depend on the results of earlier attempts. On an examples
+    target each candidate of such an agent is measured on the dev split before its trial (job stage
+    `dev`, |dev| job-units) so that the history has something to show; an agent that never reads it
+    (the files agent's prepared candidates) sets False and costs nothing more."""
 
     stopped_by_budget: BudgetStop | None = None
     """The agent's own budget (model calls, tokens, USD) that made it give up, once one has: the

@@ -28,7 +28,10 @@ def list_candidates(folder: Path) -> list[Path]:
 
 
 class FilesAgent(Agent):
-    """Submits the prepared candidate number `attempt` (1-based); gives up when none are left."""
+    """Submits the prepared candidate number `attempt` (1-based); gives up when none are left. Its
+    candidates were written before the run and never depend on earlier results."""
+
+    reads_history = False
 
     def __init__(self, folder: Path, trees: TreeBuilder):
         self.folder = folder

@@ -2,8 +2,8 @@
 into the params file of the candidate tree (docs/agents.md).
 
 The ledger is the only source of truth: every ask rebuilds the study from the finished attempts in
-the context (their params and measured means) with a sampler seeded by (campaign seed, attempt), so
-a resumed run asks exactly what the original run asked.
+the context (their params and measured values: `value_of`) with a sampler seeded by (campaign seed,
+attempt), so a resumed run asks exactly what the original run asked.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, LaunchResult, Submit, TreeBuilder
+from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, LaunchResult, PastAttempt, Submit, TreeBuilder
 from ratchet.core.contract import CategoricalParam, FloatParam, IntParam, SearchAgentConfig
 from ratchet.core.errors import DataError
 
@@ -68,14 +68,20 @@ class SearchAgent(Agent):
             if past.params is None or set(past.params) != set(dists):
                 continue
             states = optuna.trial.TrialState
-            state = states.COMPLETE if past.candidate_mean is not None else states.FAIL
+            value = value_of(past)
+            state = states.COMPLETE if value is not None else states.FAIL
             study.add_trial(
-                optuna.trial.create_trial(
-                    params=dict(past.params), distributions=dists, value=past.candidate_mean, state=state
-                )
+                optuna.trial.create_trial(params=dict(past.params), distributions=dists, value=value, state=state)
             )
         trial = study.ask(dists)
         return {name: trial.params[name] for name in self.config.space}
+
+
+def value_of(past: PastAttempt) -> float | None:
+    """The value Optuna is told for a finished attempt: its dev pass rate on an examples target (the
+    history shows no val figure there), else the candidate's mean on its trial; None when neither
+    was measured (told as a failed trial)."""
+    return past.dev_mean if past.dev_mean is not None else past.candidate_mean
 
 
 def distributions(config: SearchAgentConfig) -> dict[str, Any]:

@@ -33,13 +33,14 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     `ratchet run` does before spending any budget (in the sandbox when it is used).
 
     The looks and the worst-case budget are the run's own: the target is built as `ratchet run`
-    builds it (an examples target's looks are clamped to the val split and its reserve is
-    2 x test + dev + val).
+    builds it (an examples target's looks are clamped to the val split, its reserve is
+    2 x test + dev + val, and each attempt of an agent that reads history adds |dev|).
 
     Raises ContractError / UnsupportedError / DataError / GitError / SandboxError (exit 2), and
     MeasurementError `preflight.no_metric` when the preflight measures nothing.
     """
     from ratchet.commands.run import load_examples_data
+    from ratchet.loop.agents import reads_history
     from ratchet.targets.factory import make_target
 
     loaded, git = check_project(directory)
@@ -58,7 +59,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         warnings.append(sandbox["warning"])
     environment = environment_summary(contract, sandbox["resolved"])
     warnings.extend(environment.pop("warnings"))
-    worst = worst_case(looks[-1], target.confirms, target.reserve_units(), contract.budget.max_attempts)
+    dev = len(target.dev_jobs(0, "")) if reads_history(contract) else 0  # each candidate on dev (examples)
+    worst = worst_case(looks[-1], target.confirms, target.reserve_units(), contract.budget.max_attempts, dev)
     if contract.budget.max_evaluations and worst["per_trial"] + worst["holdout"] > contract.budget.max_evaluations:
         warnings.append(
             f"budget.max_evaluations = {contract.budget.max_evaluations} cannot fit one trial's worst case "
@@ -256,7 +258,9 @@ def environment_summary(contract: Contract, resolved: str) -> dict[str, Any]:
 def examples_summary(contract: Contract, data: ExampleData, first_level: float,
                      looks: Sequence[int]) -> dict[str, Any]:
     """Split sizes, duplicates dropped, the looks on val (`looks`: gate.units clamped to the val
-    split), the smallest pass-rate gain val can detect at the first trial's level with 80% power,
+    split), `promotions_room` (how many promotions val has room for: its blocks of looks[-1]
+    examples, targets.examples.val_blocks), the smallest pass-rate gain val can detect at the first
+    trial's level with 80% power,
     `check_errors` (per check, the examples it can never judge: see targets.examples.never_judged),
     and warnings (small splits, an unreachable gate.target, examples that will always be a
     check_error, JSON text held in strings under json_equality)."""
@@ -266,6 +270,7 @@ def examples_summary(contract: Contract, data: ExampleData, first_level: float,
         never_judged,
         split_warnings,
         target_unreachable,
+        val_blocks,
     )
 
     examples, split = data.examples, data.split
@@ -291,7 +296,8 @@ def examples_summary(contract: Contract, data: ExampleData, first_level: float,
             "(see docs/examples-checks.md)")
     return {
         "total": len(examples), "duplicates_dropped": len(examples.dropped_lines), **split.sizes(),
-        "looks": list(looks), "mde_first_trial": None if mde == float("inf") else mde,
+        "looks": list(looks), "promotions_room": len(val_blocks(split.val, contract.campaign.seed, looks[-1])),
+        "mde_first_trial": None if mde == float("inf") else mde,
         "confirm_applies": False, "check_errors": check_errors, "warnings": warnings,
     }
 

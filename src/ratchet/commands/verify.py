@@ -227,7 +227,7 @@ def _plans(recorded_inputs: list[tuple[Planned, audit.PlanInputs | Finding]], ta
         try:
             looks = target.looks(inputs.stage, inputs.units_used)
             plan = target.plan(inputs.stage, inputs.attempt, inputs.trial, inputs.champion_tree,
-                               inputs.candidate_tree, looks)
+                               inputs.candidate_tree, looks, inputs.block)
         except (PlanError, ValueError) as exc:
             findings.append(Finding("verify.plan", p.seq, f"{p.stage} plan of attempt {p.attempt} cannot be "
                                     f"re-compiled: {exc}"))
@@ -274,15 +274,16 @@ def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunSta
                     known: dict[tuple[Any, ...], AttemptLevels]) -> float:
     """The level loop/campaign.py grants the stage of `p`: alpha for the holdout and a comparison;
     else the attempt's trial or confirmation level (stats.multiplicity.attempt_levels) from what
-    the attempts before it did with theirs. `known`: levels already derived, by (attempt, history)
-    (an attempt's trial and confirmation share them)."""
-    from ratchet.loop.campaign import level_history
+    the attempts before it did with theirs, by the run's recorded gate rules
+    (loop.history.level_history). `known`: levels already derived, by (attempt, history) (an
+    attempt's trial and confirmation share them)."""
+    from ratchet.loop.history import level_history
 
     gate = contract.gate
     if p.stage == "holdout" or view.mode == "compare":
         return gate.alpha
     confirms = gate.confirm and contract.target.kind == "benchmark"
-    history = level_history(state, p.attempt)
+    history = level_history(state, p.attempt, recorded_rules(view.gate))
     key = (p.attempt, *history)
     if key not in known:
         known[key] = attempt_levels(gate.alpha, gate.multiplicity, p.attempt, contract.budget.max_attempts,

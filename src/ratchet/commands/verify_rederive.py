@@ -16,6 +16,7 @@ from ratchet.core.audit_view import Finished, RunView
 from ratchet.core.contract import Contract
 from ratchet.core.errors import DataError
 from ratchet.core.gate import Decision, GateSettings, decide
+from ratchet.core.gate_design import recorded_rules
 from ratchet.core.plan import Plan, PlannedJob, retry_job
 from ratchet.loop.trial import unit_scores
 from ratchet.targets.base import Target, UnitResult
@@ -27,8 +28,10 @@ BlobJson = Callable[[str], Any]
 def rebuild_target(contract: Contract, view: RunView, run_root: Path, blob_json: BlobJson) -> Target:
     """The run's Target as the kernel built it: the contract kept in the run directory, the salt and
     sandbox mode run.started recorded, and for an examples target the split rebuilt from the recorded
-    fingerprint (id-only examples: plans and recorded results need nothing more). Raises DataError
-    `verify.no_salt` / `examples.bad_fingerprint`, LedgerError for an unreadable fingerprint blob."""
+    fingerprint (id-only examples: plans and recorded results need nothing more), cutting val into
+    blocks as the run's recorded gate rules did. Raises DataError `verify.no_salt` /
+    `examples.bad_fingerprint`, RatchetError `gate.bad_rules`, LedgerError for an unreadable
+    fingerprint blob."""
     salt = view.salt
     if not isinstance(salt, str) or not salt:
         raise DataError("verify.no_salt", "run.started records no salt: the run's plans cannot be re-compiled")
@@ -45,7 +48,7 @@ def rebuild_target(contract: Contract, view: RunView, run_root: Path, blob_json:
     if not isinstance(blob, str):
         raise DataError("examples.bad_fingerprint", "run.started records no examples fingerprint blob")
     split = split_from_fingerprint(blob_json(blob), contract.campaign.seed)
-    return ExamplesTarget(contract, sandbox, salt, split, run_root)
+    return ExamplesTarget(contract, sandbox, salt, split, run_root, rules=recorded_rules(view.gate))
 
 
 class Recorded:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ratchet.core.audit_view import Judged, Planned, RunView
 from ratchet.core.budget import RESOURCES, Account, Charge, Reservation
 from ratchet.core.events import Event
+from ratchet.core.gate import WITHOUT_JOBS
 from ratchet.core.gate_design import margin_for_state
 from ratchet.core.payloads import ModelCalled, ModelReserved, given
 from ratchet.core.vocab import Stage
@@ -51,15 +52,15 @@ FINDINGS: Mapping[str, str] = {
     "verify.promotion": "a promotion not backed by an accepted trial (and, with confirm, an accepted confirmation)",
     "verify.budget": "attempts, job-units or val trials beyond their budget",
     "verify.holdout": "the holdout measured more than once, without a promotion, or on units a decision used",
-    "verify.test_split": "a test (or val) example measured outside the stages allowed to see it",
+    "verify.test_split": "a test, val or dev example measured outside the stages allowed to see it",
     "verify.signature": "a signed event's signature is missing or does not verify",
     "verify.key": "the run was signed with another key than the one given",
     "verify.report": "report.md's final digest or signature is not the ledger's",
 }
 """Every check's code, with what a failure of it means."""
 
-NO_JOBS_REASONS = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
-"""Reasons a trial may be judged without a plan."""
+NO_JOBS_REASONS = WITHOUT_JOBS
+"""Reasons a trial may be judged without a plan (core.gate.WITHOUT_JOBS)."""
 
 REL_TOL = 1e-9
 """Relative tolerance of a re-derived figure (the same code on another machine's floating point)."""
@@ -89,7 +90,8 @@ class Finding:
 @dataclass(frozen=True)
 class PlanInputs:
     """What a plan must be compiled from, as the ledger says: the stage, attempt, trial index, the
-    two trees and (confirm) the units its trial decided on."""
+    two trees, (confirm) the units its trial decided on, and the promotions recorded before it (the
+    val block an examples trial measures)."""
 
     stage: Stage
     attempt: int
@@ -97,6 +99,7 @@ class PlanInputs:
     champion_tree: str
     candidate_tree: str
     units_used: int = 0
+    block: int = 0
 
 
 def same(a: Any, b: Any) -> bool:
@@ -130,9 +133,10 @@ def check_blobs(view: RunView, blob_problem: Callable[[str], str | None]) -> lis
 
 def plan_inputs(view: RunView) -> list[tuple[Planned, PlanInputs | Finding]]:
     """For every trial.planned, the inputs the ledger says its plan was compiled from (or why they
-    cannot be known): trials numbered 1, 2, ... in order; a trial's champion the champion before it
-    and its candidate the attempt's submitted tree; a confirmation after its own accepted trial, with
-    that trial's index, trees and units; the holdout the baseline against the champion before it."""
+    cannot be known): trials numbered 1, 2, ... in order; a trial's champion the champion before it,
+    its candidate the attempt's submitted tree and its block the promotions recorded before it; a
+    confirmation after its own accepted trial, with that trial's index, trees, units and block; the
+    holdout the baseline against the champion before it."""
     out: list[tuple[Planned, PlanInputs | Finding]] = []
     trials: dict[Any, PlanInputs] = {}
     for p in view.planned:
@@ -142,7 +146,9 @@ def plan_inputs(view: RunView) -> list[tuple[Planned, PlanInputs | Finding]]:
                 out.append((p, Finding("verify.plan_inputs", p.seq, f"trial plan of attempt {p.attempt!r} has no "
                                        "submitted candidate tree before it")))
                 continue
-            inputs = PlanInputs("trial", p.attempt, len(trials) + 1, view.champion_before(p.seq) or "", sub.tree)
+            block = sum(1 for pr in view.promoted if pr.seq < p.seq)
+            inputs = PlanInputs("trial", p.attempt, len(trials) + 1, view.champion_before(p.seq) or "", sub.tree,
+                                block=block)
             trials[p.attempt] = inputs
         elif p.stage == "confirm":
             trial = trials.get(p.attempt)
@@ -153,7 +159,7 @@ def plan_inputs(view: RunView) -> list[tuple[Planned, PlanInputs | Finding]]:
                 continue
             units = judged.get("units")
             inputs = PlanInputs("confirm", trial.attempt, trial.trial, trial.champion_tree, trial.candidate_tree,
-                                units if isinstance(units, int) else 0)
+                                units if isinstance(units, int) else 0, trial.block)
         elif p.stage == "holdout":
             inputs = PlanInputs("holdout", 0, 0, view.baseline_tree or "", view.champion_before(p.seq) or "")
         else:
@@ -375,11 +381,20 @@ def check_holdout(view: RunView, plan_units: Mapping[int, Sequence[Any]]) -> lis
     return out
 
 
+SPLIT_STAGES: Mapping[str, frozenset[str]] = {
+    "dev": frozenset({"preflight", "dev", "holdout"}),
+    "val": frozenset({"trial", "confirm", "holdout"}),
+    "test": frozenset({"holdout"}),
+}
+"""Examples targets: the job stages (core.vocab.JobStage) that may measure each split's examples:
+dev the baseline's preflight, a candidate's dev measurement and the final champion's figures; val
+the trials and the final champion's figures; test the holdout alone."""
+
+
 def check_splits(view: RunView, splits: Mapping[str, Sequence[str]], plan_units: Mapping[int, Sequence[Any]]
                  ) -> list[Finding]:
     """Examples targets: the holdout plan is exactly the test split; trials and confirmations use val
-    examples only; no job outside the holdout measures a test example, and none outside the trials
-    and the holdout a val example."""
+    examples only; no job measures an example of a split outside the stages SPLIT_STAGES allows it."""
     out = []
     test, val = set(splits.get("test", ())), set(splits.get("val", ()))
     for p in view.planned:
@@ -390,14 +405,13 @@ def check_splits(view: RunView, splits: Mapping[str, Sequence[str]], plan_units:
         if p.stage in ("trial", "confirm") and not units <= val:
             out.append(Finding("verify.test_split", p.seq, f"{p.stage} of attempt {p.attempt} uses "
                                f"{len(units - val)} examples outside val"))
+    members = {name: set(splits.get(name, ())) for name in SPLIT_STAGES}
     for f in view.finished:
         ids = set(f.examples or ())
-        if ids & test and f.stage != "holdout":
-            out.append(Finding("verify.test_split", f.seq, f"job {f.job_id} (stage {f.stage}) measured "
-                               f"{len(ids & test)} test examples"))
-        if ids & val and f.stage not in ("trial", "confirm", "holdout"):
-            out.append(Finding("verify.test_split", f.seq, f"job {f.job_id} (stage {f.stage}) measured "
-                               f"{len(ids & val)} val examples"))
+        for name, stages in SPLIT_STAGES.items():
+            if ids & members[name] and f.stage not in stages:
+                out.append(Finding("verify.test_split", f.seq, f"job {f.job_id} (stage {f.stage}) measured "
+                                   f"{len(ids & members[name])} {name} examples"))
     return out
 
 

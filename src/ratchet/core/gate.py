@@ -59,6 +59,10 @@ REASONS: Mapping[str, str] = {
     "next_look": "continue: this look was not decisive; measure the next look's units and judge again",
 }
 
+WITHOUT_JOBS: frozenset[str] = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
+"""The reasons a trial is decided before any job ran (`Decision.without_jobs`): they depend on the
+candidate alone, never on measured data."""
+
 IntervalKind = Literal["descriptive_student_t", "descriptive_newcombe"]
 """The two-sided interval shown next to an estimate: descriptive only (it is not the test inverted;
 the verdict's `bound` is): Student t for continuous scores, Newcombe's for binary ones."""

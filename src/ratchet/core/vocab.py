@@ -23,9 +23,10 @@ STAGES: Mapping[str, str] = {
 }
 """The stages a plan is compiled for."""
 
-JobStage = Literal["preflight", "trial", "confirm", "holdout", "launch", "calibrate"]
+JobStage = Literal["preflight", "dev", "trial", "confirm", "holdout", "launch", "calibrate"]
 JOB_STAGES: Mapping[str, str] = {
     "preflight": "the baseline measured once before any attempt (its mean is the first champion figure)",
+    "dev": "examples: a candidate measured alone on the dev split before its trial, for an agent that reads history",
     **STAGES,
     "launch": "an agent's own experiment, run on its request and charged to the budget",
     "calibrate": "`ratchet calibrate` measuring the champion, twice per seed, to learn its noise",
@@ -40,12 +41,13 @@ VARIANTS: Mapping[str, str] = {
 }
 """Which side of a comparison a job measured."""
 
-StopReason = Literal["budget_exhausted", "plateau", "target_reached", "agent_stopped", "interrupted",
-                     "preflight_failed", "compared", "calibrated", "abandoned"]
+StopReason = Literal["budget_exhausted", "plateau", "target_reached", "val_exhausted", "agent_stopped",
+                     "interrupted", "preflight_failed", "compared", "calibrated", "abandoned"]
 STOP_REASONS: Mapping[str, str] = {
     "budget_exhausted": "a budget (data.budget names it) cannot cover the next attempt and the reserved holdout",
     "plateau": "gate.patience trials in a row ended without a promotion",
     "target_reached": "the champion's confidence bound reached gate.target",
+    "val_exhausted": "examples: every val block has had its promotion, so val has no fresh block for another trial",
     "agent_stopped": "the agent said it has nothing more to propose",
     "interrupted": "Ctrl-C or SIGTERM: jobs were killed; the run can be resumed",
     "preflight_failed": "the baseline could not be measured at all before the first attempt",

@@ -14,9 +14,9 @@ from ratchet.agents.base import Agent
 from ratchet.compute.base import JobResult, JobSpec, run_jobs
 from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
 from ratchet.core.contract import Contract
-from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, TrialJudged
+from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, RunStarted, TrialJudged
 from ratchet.loop.kernel import Kernel, agent_work_dir
-from ratchet.targets.examples import ExampleData
+from ratchet.targets.examples import Example, ExampleData
 from ratchet.workspace.git import Git
 
 EVENT_KEYS: Mapping[str, tuple[str, ...]] = {AgentLeg.kind: ("attempt", "leg"),
@@ -91,7 +91,7 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         return build_command_agent(contract, root, git, agent_work_dir(root), link.put_bytes, link.record, link.run_job,
                                    dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left)
     if kind == "llm":
-        return _llm_agent(contract, root, view, link)
+        return _llm_agent(contract, root, view, link, data)
     from ratchet.agents.files import FilesAgent, list_candidates
 
     assert contract.agent.files is not None
@@ -100,11 +100,25 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
     return FilesAgent(folder, view)
 
 
-def _llm_agent(contract: Contract, root: Path, view: Any, link: AgentLink) -> Agent:
+def reads_history(contract: Contract) -> bool:
+    """Whether the agent `agent.kind` names reads earlier attempts' results (`Agent.reads_history`
+    of its class), known without building it (`ratchet check`)."""
+    from ratchet.agents.command.agent import CommandAgent
+    from ratchet.agents.files import FilesAgent
+    from ratchet.agents.llm.agent import LlmAgent
+    from ratchet.agents.search import SearchAgent
+
+    kinds: dict[str, type[Agent]] = {"search": SearchAgent, "command": CommandAgent, "llm": LlmAgent,
+                                     "files": FilesAgent}
+    return kinds[contract.agent.kind].reads_history
+
+
+def _llm_agent(contract: Contract, root: Path, view: Any, link: AgentLink, data: ExampleData | None) -> Agent:
     from ratchet.agents.llm.agent import LlmAgent
 
     limits = limits_of(contract)
-    agent = LlmAgent.build(contract, root, view, Account(limits), LedgerJournal(link), LedgerEvidence(link))
+    dev = {ex.id: ex for ex in data.split.dev} if data is not None else {}
+    agent = LlmAgent.build(contract, root, view, Account(limits), LedgerJournal(link), LedgerEvidence(link, dev))
 
     def replay(kernel: Kernel) -> None:  # a resume: what earlier sessions spent and reserved stays charged
         agent.client.budget = Account.replay(limits, model_budget_records(kernel))
@@ -162,19 +176,33 @@ def model_budget_records(kernel: Kernel) -> list[Reservation | Settlement]:
 
 class LedgerEvidence:
     """What the llm agent may know of the run, from its folded state: the champion's figures and
-    each judged attempt's verdict, estimate and bound (never unit seeds, never holdout figures)."""
+    each judged attempt's verdict, estimate and bound (never unit seeds, never holdout figures). On
+    an examples target nothing measured on val: the dev pass rates, and of each attempt only what
+    `loop.history.past_attempts` shows (promoted or not, or a reason decided without jobs)."""
 
-    def __init__(self, link: AgentLink):
+    def __init__(self, link: AgentLink, dev: Mapping[str, Example] | None = None):
         self.link = link
+        self.dev = dict(dev or {})
+
+    def _examples(self) -> bool:
+        return self.link._k().contract.target.kind == "examples"
 
     def champion(self, ctx: Any) -> Any:
         """The champion's mean as last measured (RunState.champion_mean: the preflight's, then each
         trial's champion side, then the promoted candidate's) and the units of the last trial that
-        measured it, or None when it was never measured."""
+        measured it, or None when it was never measured. Examples targets: its dev pass rate (the
+        preflight's, then the promoted candidate's dev measurement) over the dev split."""
         from ratchet.agents.llm.briefing import ChampionFigures
+        from ratchet.loop.history import champion_dev_mean
 
         k = self.link._k()
-        mean = k.state().champion_mean
+        state = k.state()
+        if self._examples():
+            dev = champion_dev_mean(state)
+            started = k.recorded(RunStarted)
+            sizes = (started.examples or {}).get("sizes", {}) if started is not None else {}
+            return None if dev is None else ChampionFigures(dev, None, None, int(sizes.get("dev", 0)))
+        mean = state.champion_mean
         if mean is None:
             return None
         judged = [p for e in k.events_of("trial.judged")
@@ -182,19 +210,40 @@ class LedgerEvidence:
         return ChampionFigures(mean, None, None, judged[-1].units if judged else 0)
 
     def attempts(self, ctx: Any) -> list[Any]:
-        """One summary per judged attempt, oldest first."""
+        """One summary per judged attempt, oldest first (examples targets: as `past_attempts` shows
+        it, the dev pass rate leading the summary, no estimate or bound)."""
         from ratchet.agents.llm.briefing import AttemptSummary
-        from ratchet.present.status import final_verdict
+        from ratchet.loop.history import past_attempts
 
+        state = self.link._k().state()
+        examples = self._examples()
+        shown = {p.attempt: p for p in past_attempts(state, examples)}
         out = []
-        for a in self.link._k().state().attempts:
-            if a.verdict is None or a.attempt >= ctx.attempt:
+        for a in state.attempts:
+            if a.attempt not in shown or a.attempt >= ctx.attempt:
                 continue
-            verdict, reason = final_verdict(a)
+            p = shown[a.attempt]
+            if examples:
+                dev = "not measured" if p.dev_mean is None else f"{p.dev_mean:.6g}"
+                out.append(AttemptSummary(a.attempt, f"dev pass rate {dev}; {a.summary or ''}", p.verdict, p.reason))
+                continue
             bound = a.interval[0] if a.interval else None
-            out.append(AttemptSummary(a.attempt, a.summary or "", verdict, reason, a.estimate, bound))
+            out.append(AttemptSummary(a.attempt, a.summary or "", p.verdict, p.reason, a.estimate, bound))
         return out
 
     def dev_failures(self, ctx: Any) -> list[Any]:
-        """Not measured by this build: the dev split's per-example outputs are not kept."""
-        return []
+        """Examples targets: the dev examples the champion did not pass in its dev measurement (the
+        preflight's, then the promoted candidate's), with their input and expected output; the run
+        keeps only pass / fail per example, so `actual` says how the example ended instead of the
+        output. Never a val or test example (`dev` holds the dev split alone). [] for a benchmark."""
+        from ratchet.agents.llm.briefing import DevFailure
+        from ratchet.loop.history import champion_dev_failures
+        from ratchet.targets.examples import json_text
+
+        out = []
+        for example_id, status in champion_dev_failures(self.link._k().state()):
+            ex = self.dev.get(example_id)
+            if ex is not None:
+                out.append(DevFailure(ex.input, json_text(ex.expected_output),
+                                      f"(the output is not kept; the example ended: {status})", status))
+        return out

@@ -23,7 +23,6 @@ from ratchet.agents.base import (
     AgentContext,
     GiveUp,
     Launch,
-    PastAttempt,
     Submit,
 )
 from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, trial_worst_case
@@ -43,16 +42,16 @@ from ratchet.core.payloads import (
 )
 from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
-from ratchet.core.stats.multiplicity import LevelOutcome, attempt_levels
+from ratchet.core.stats.multiplicity import attempt_levels
 from ratchet.ledger.rundir import champion_branch
 from ratchet.loop.audit_trail import check_recorded_plan, keep_attempt
+from ratchet.loop.history import level_history, past_attempts, promotions_before
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
 from ratchet.loop.measure import Progress
 from ratchet.loop.trial import TrialOutcome, measure_looks, settings_for
 from ratchet.present.progress import CampaignUI
-from ratchet.present.status import final_verdict
 from ratchet.targets.base import Target
 from ratchet.workspace.scope import check_scope
 
@@ -68,7 +67,8 @@ class Campaign:
         self.target = target
         self.contract = kernel.contract
         self.stop_detail: str | None = None
-        """The stop's detail for `run.stopped` (a budget stop's arithmetic), set by _stop_reason."""
+        """The stop's detail for `run.stopped` (a budget stop's arithmetic, how val was used up), set
+        by _stop_reason."""
 
     @property
     def confirms(self) -> bool:
@@ -94,7 +94,7 @@ class Campaign:
         reason, budget = self._loop()
         if reason != "interrupted" and self.k.state().promotions > 0:
             self._holdout()
-        return Stop(reason, budget, self.stop_detail if reason == "budget_exhausted" else None)
+        return Stop(reason, budget, self.stop_detail if reason in ("budget_exhausted", "val_exhausted") else None)
 
     def _loop(self) -> tuple[str, str | None]:
         while True:
@@ -144,6 +144,12 @@ class Campaign:
             return "plateau", None
         if gate.target is not None and self._target_reached(gate.target):
             return "target_reached", None
+        blocks = self.target.trial_blocks()
+        if blocks is not None and state.promotions >= blocks:
+            self.stop_detail = (f"{state.promotions} promotion(s) made; val has room for {blocks} (one block of "
+                                f"{self.target.looks('trial')[-1]} examples each): another trial would measure a "
+                                "block whose verdicts the agents have already learned from")
+            return "val_exhausted", None
         used = state.budget_used
         now_wall = used.wall_s + max(0.0, (self.k.clock() - parse_ts(self.k.log.events[-1].ts)).total_seconds())
         spent = replace(used, wall_s=now_wall)
@@ -171,7 +177,14 @@ class Campaign:
         return bound >= target if self.contract.target.direction == "max" else bound <= target
 
     def _trial_worst(self) -> int:
-        return trial_worst_case(self.target.looks("trial")[-1], self.confirms)
+        """Job-units one attempt may spend at most: its trial's worst case, and the candidate's dev
+        measurement when the agent reads history."""
+        return trial_worst_case(self.target.looks("trial")[-1], self.confirms) + self._dev_units()
+
+    def _dev_units(self) -> int:
+        """Job-units of a candidate's dev measurement (one per dev example; 0 for a benchmark or an
+        agent that reads no history)."""
+        return len(self.target.dev_jobs(NO_ATTEMPT, "")) if self.agent.reads_history else 0
 
     def _reserve(self) -> int:
         return self.target.reserve_units()
@@ -182,7 +195,8 @@ class Campaign:
         self.k.once(AttemptStarted(attempt=number), "attempt")
         state = self.k.state()
         self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
-        ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed, self._history(state))
+        ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed,
+                           past_attempts(state, self.target.kind == "examples"))
         submitted = self.k.recorded(AttemptSubmitted, attempt=number)
         action = self._recorded_submission(submitted) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
@@ -255,15 +269,6 @@ class Campaign:
                       params=dict(submitted.params) if submitted.params is not None else None,
                       invalid=submitted.invalid or None)
 
-    def _history(self, state: RunState) -> tuple[PastAttempt, ...]:
-        past = []
-        for a in state.attempts:
-            if a.verdict is None:
-                continue
-            verdict, reason = final_verdict(a)
-            past.append(PastAttempt(a.attempt, a.tree, a.params, verdict, reason, a.candidate_mean))
-        return tuple(past)
-
     def _submit(self, number: int, sub: Submit) -> None:
         report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
         champion = self.k.state().champion
@@ -277,6 +282,9 @@ class Campaign:
         if early is not None:
             self._judged(number, "trial", early, None)
             return
+        assert sub.tree is not None
+        if self.agent.reads_history:
+            self._measure_dev(number, sub.tree)
         state = self.k.state()
         planned = self.k.recorded(TrialPlanned, attempt=number, stage="trial")
         trial = planned.trial if planned else state.trials_run + 1
@@ -284,18 +292,27 @@ class Campaign:
         levels = attempt_levels(gate.alpha, gate.multiplicity, number, self.contract.budget.max_attempts,
                                 level_history(state, number), confirm=self.confirms)
         champion_tree = state.champion.tree or ""
-        assert sub.tree is not None
+        block = promotions_before(state, number)
         outcome = self._judge_stage("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"),
-                                    levels.trial)
+                                    levels.trial, block)
         if outcome.decision.verdict != "accepted":
             return
         if self.confirms:
             confirm = self._judge_stage("confirm", number, trial, champion_tree, sub.tree,
-                                        self.target.looks("confirm", outcome.decision.units), levels.confirm)
+                                        self.target.looks("confirm", outcome.decision.units), levels.confirm, block)
             if confirm.decision.verdict != "accepted":
                 return
             outcome = confirm
         self._promote(number, sub, outcome)
+
+    def _measure_dev(self, number: int, tree: str) -> None:
+        """Measure attempt `number`'s candidate alone on what agents may see (Target.dev_jobs: an
+        examples target's dev split, job stage `dev`), before its trial: the history shows the next
+        attempts this figure instead of anything measured on val. Finished jobs are reused on a
+        resume. Raises measure.Interrupted on Ctrl-C."""
+        jobs = self.target.dev_jobs(number, tree)
+        if jobs:
+            self.k.runner(self.target, self.ui.jobs).measure_jobs(jobs, attempt=number, stage="dev")
 
     def _judge_without_jobs(self, number: int, sub: Submit) -> Decision | None:
         state = self.k.state()
@@ -317,10 +334,10 @@ class Campaign:
         return None
 
     def _judge_stage(self, stage: Stage, number: int, trial: int, champion_tree: str, candidate_tree: str,
-                     looks: tuple[int, ...], level: float) -> TrialOutcome:
-        """Plan `stage` of attempt `number` (champion against candidate on `looks`), walk the plan at
-        `level` and record its verdict (`trial.judged`)."""
-        plan = self.target.plan(stage, number, trial, champion_tree, candidate_tree, looks)
+                     looks: tuple[int, ...], level: float, block: int) -> TrialOutcome:
+        """Plan `stage` of attempt `number` (champion against candidate on `looks`, an examples target
+        on val block `block`), walk the plan at `level` and record its verdict (`trial.judged`)."""
+        plan = self.target.plan(stage, number, trial, champion_tree, candidate_tree, looks, block)
         outcome = walk_recorded_plan(self.k, self.target, plan, level, self._margin(stage), self.ui.jobs)
         self._judged(number, stage, outcome.decision, outcome)
         return outcome
@@ -381,26 +398,6 @@ class Campaign:
     def preflight(self) -> None:
         """See `preflight`."""
         preflight(self.k, self.target, self.ui)
-
-
-JUDGED_WITHOUT_JOBS = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
-"""Reasons a trial is decided before any job ran: its level was never spent."""
-
-
-def level_history(state: RunState, before: int) -> list[LevelOutcome]:
-    """What each attempt before `before` did with its level (stats.multiplicity.attempt_levels):
-    promoted; unspent when decided without jobs or given up; not_promoted otherwise."""
-    out: list[LevelOutcome] = []
-    for a in state.attempts:
-        if a.attempt >= before:
-            continue
-        if a.promoted:
-            out.append("promoted")
-        elif a.gave_up is not None or a.reason in JUDGED_WITHOUT_JOBS or not a.units:
-            out.append("unspent")
-        else:
-            out.append("not_promoted")
-    return out
 
 
 def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,

@@ -101,6 +101,9 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
             f"           {e['total']} examples ({e['duplicates_dropped']} duplicates dropped): "
             f"dev {e['dev']}, val {e['val']}, test {e['test']}; looks on val {e['looks']}"
         )
+        room = e["promotions_room"]
+        out.print(f"           val has room for {room} promotion{'s' if room != 1 else ''}: one block of "
+                  f"{e['looks'][-1]} val examples per promotion, after which the run stops (val_exhausted)")
         mde = e["mde_first_trial"]
         out.print("           smallest pass-rate gain val can detect at trial 1's level (80% power): "
                   + (f"at least {mde:.3f}" if mde is not None else "none (val too small for the level)"))

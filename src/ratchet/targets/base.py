@@ -125,8 +125,20 @@ class Target(Jobs, Protocol):
         ...
 
     def plan(self, stage: Stage, attempt: int, trial: int, champion_tree: str, candidate_tree: str,
-             looks: Sequence[int]) -> Plan:
-        """The stage's plan (PlanError on bad input)."""
+             looks: Sequence[int], block: int = 0) -> Plan:
+        """The stage's plan (PlanError on bad input). `block`: the promotions before the trial, the
+        val block an examples trial measures (ValueError for one val does not have); a benchmark
+        ignores it."""
+        ...
+
+    def trial_blocks(self) -> int | None:
+        """How many promotions the trials' units have room for (examples: the val blocks), or None
+        when there is no limit (a benchmark draws fresh seeds for every trial)."""
+        ...
+
+    def dev_jobs(self, attempt: int, tree: str) -> list[PlannedJob]:
+        """Attempt `attempt`'s candidate `tree` measured alone on what agents may see, before its
+        trial (job stage `dev`; examples: the dev split), or [] when the target has none."""
         ...
 
     def reserve_units(self) -> int:

@@ -60,11 +60,20 @@ class BenchmarkTarget(ShellJobs):
         return tuple(gate.units)
 
     def plan(self, stage: Stage, attempt: int, trial: int, champion_tree: str, candidate_tree: str,
-             looks: Sequence[int]) -> Plan:
-        """Seeds from (campaign seed, run salt, stage, trial): see core.plan.seed_draws."""
+             looks: Sequence[int], block: int = 0) -> Plan:
+        """Seeds from (campaign seed, run salt, stage, trial): see core.plan.seed_draws (`block` is
+        unused: every trial draws fresh seeds)."""
         return compile_plan(stage=stage, attempt=attempt, trial=trial, champion_tree=champion_tree,
                             candidate_tree=candidate_tree, target=self.settings_json(), looks=looks,
                             campaign_seed=self.contract.campaign.seed, run_salt=self.salt)
+
+    def trial_blocks(self) -> int | None:
+        """None: fresh seeds for every trial, so promotions have no limit."""
+        return None
+
+    def dev_jobs(self, attempt: int, tree: str) -> list[PlannedJob]:
+        """None: a benchmark has no split an agent may see (its history shows the trials' means)."""
+        return []
 
     def reserve_units(self) -> int:
         """The holdout's worst case: both variants and one champion retry per holdout unit."""

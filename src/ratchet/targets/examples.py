@@ -368,6 +368,20 @@ def val_order(val: Sequence[Example], seed: int, trial: int) -> list[Example]:
     return sorted(val, key=lambda ex: _rank(seed, ex, "val", trial))
 
 
+def val_blocks(val: Sequence[Example], seed: int, size: int) -> list[tuple[Example, ...]]:
+    """The val examples cut into disjoint blocks of `size` examples: max(1, floor(len(val) / size))
+    blocks, in an order sorted by sha256("<seed>:val-blocks:<example id>"), fixed by the split and
+    the campaign seed before any trial. Block b holds positions b * size to (b + 1) * size - 1; the
+    examples past the last full block are never measured by a trial. The trials between two
+    promotions all measure one block, each in its own order (`val_order`); a promotion moves the
+    run to the next (docs/gate.md, "Examples targets and adaptive agents"). Raises ValueError for
+    size < 1 or size > len(val)."""
+    if size < 1 or size > len(val):
+        raise ValueError(f"a val block needs 1 to {len(val)} examples, got {size}")
+    order = sorted(val, key=lambda ex: _rank(seed, ex, "val-blocks"))
+    return [tuple(order[b * size: (b + 1) * size]) for b in range(max(1, len(order) // size))]
+
+
 def clamp_looks(units: Sequence[int], n_val: int) -> tuple[int, ...]:
     """`gate.units` for an examples target: each look counts val examples, clamped to `n_val`;
     looks made equal by the clamp are merged (the result stays strictly increasing)."""

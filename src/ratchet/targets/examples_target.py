@@ -1,9 +1,11 @@
 """The examples target (`target.kind = "examples"`, docs/guide.md) behind the Target seam.
 
-Units are example ids. A trial measures the val split in a seeded order, its looks `gate.units`
+Units are example ids. Val is cut into blocks of the last look's size (`examples.val_blocks`); a
+trial measures the block of the promotions before it in a seeded order, its looks `gate.units`
 clamped to the val size, judged with exact McNemar looks; there is no confirmation (no fresh val
 examples exist); the holdout is the test split, measured once, plus the champion's pass rates on
-dev and val for the report. The preflight measures the baseline on the dev split.
+dev and val for the report. The preflight measures the baseline on the dev split, and a candidate
+of an agent that reads history is measured alone on the dev split before its trial (`dev_jobs`).
 
 Planned jobs are grouped into shards: one executor job per (look, variant) chunk of at most
 `shard_size` examples, named `<attempt/stage>-l<look>-<variant>-s<k>` (`-retry` for a champion
@@ -25,13 +27,14 @@ from ratchet.compute.env import job_env
 from ratchet.compute.factory import job_resources
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
+from ratchet.core.gate_design import GATE_RULES
 from ratchet.core.plan import NO_ATTEMPT, Plan, PlannedJob, Stage, UnitDraw, compile_plan
 from ratchet.core.stats.paired import wilson_interval
 from ratchet.core.vocab import Direction, GateTest, ScoreKind, Variant
 from ratchet.targets import shard_runner
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.checks import ScriptRunner, parse_shard_lines
-from ratchet.targets.examples import Example, Split, clamp_looks, status_counts, val_order
+from ratchet.targets.examples import Example, Split, clamp_looks, status_counts, val_blocks, val_order
 from ratchet.targets.examples_measure import (
     DEFAULT_SHARD_SIZE,
     EXAMPLES_SEED,
@@ -77,8 +80,9 @@ class ExamplesTarget:
 
     split: the run's dev / val / test examples; project_root: where custom check scripts live;
     shard_size: examples per job; slack_s: see SHARD_SLACK_S; run_script: runs custom checks
-    (default: a subprocess). Raises ValueError for a target that is not of kind examples or
-    shard_size < 1.
+    (default: a subprocess); rules: the gate rules the run records (core.gate_design.GATE_RULES;
+    under rules 1 every trial measured the whole val split, without blocks). Raises ValueError for
+    a target that is not of kind examples or shard_size < 1.
     """
 
     kind = "examples"
@@ -91,7 +95,7 @@ class ExamplesTarget:
 
     def __init__(self, contract: Contract, sandbox: SandboxSpec, salt: str, split: Split, project_root: Path, *,
                  shard_size: int = DEFAULT_SHARD_SIZE, slack_s: float = SHARD_SLACK_S,
-                 run_script: ScriptRunner | None = None):
+                 run_script: ScriptRunner | None = None, rules: int = GATE_RULES):
         t = contract.target
         if t.kind != "examples" or not t.examples or not t.solution:
             raise ValueError(f"ExamplesTarget needs a target of kind examples, not {t.kind!r}")
@@ -107,6 +111,7 @@ class ExamplesTarget:
         self.shard_size = shard_size
         self.slack_s = slack_s
         self.run_script = run_script
+        self.rules = rules
         self.by_id: dict[str, Example] = {ex.id: ex for part in (split.dev, split.val, split.test) for ex in part}
 
     # -- plans -------------------------------------------------------------------------------------
@@ -121,13 +126,31 @@ class ExamplesTarget:
         """0: the champion runs first at this look, 1: the candidate (from the run's salt)."""
         return int(digest(["ratchet.examples-order", self.salt, attempt, look])[-1], 16) & 1
 
+    def val_blocks(self) -> list[tuple[Example, ...]]:
+        """The val blocks trials measure (examples.val_blocks at the last look's size); under rules 1
+        one block, the whole val split."""
+        if self.rules == 1:
+            return [self.split.val]
+        return val_blocks(self.split.val, self.contract.campaign.seed, self.looks("trial")[-1])
+
+    def trial_blocks(self) -> int | None:
+        """How many promotions val has room for: its number of blocks (None under rules 1: no limit)."""
+        return None if self.rules == 1 else len(self.val_blocks())
+
     def plan(self, stage: Stage, attempt: int, trial: int, champion_tree: str, candidate_tree: str,
-             looks: Sequence[int]) -> Plan:
-        """Val examples in the trial's seeded order (test examples for the holdout)."""
+             looks: Sequence[int], block: int = 0) -> Plan:
+        """Val block `block` (the promotions before the trial) in the trial's seeded order (test
+        examples for the holdout). Raises ValueError for a block val does not have."""
         if stage == "holdout":
             order: Sequence[Example] = self.split.test
         else:
-            order = val_order(self.split.val, self.contract.campaign.seed, trial)
+            blocks = self.val_blocks()
+            if self.rules == 1:
+                block = 0
+            if not 0 <= block < len(blocks):
+                raise ValueError(f"val block {block} does not exist: val has room for {len(blocks)} block(s) of "
+                                 f"{len(blocks[0])} examples")
+            order = val_order(blocks[block], self.contract.campaign.seed, trial)
         draws = []
         for i, ex in enumerate(order[: looks[-1]]):
             look = next(k for k, n in enumerate(looks) if i < n)
@@ -138,12 +161,17 @@ class ExamplesTarget:
         return compile_plan(stage=stage, attempt=attempt, trial=trial, champion_tree=champion_tree,
                             candidate_tree=candidate_tree, target=settings, looks=looks, draws=draws)
 
-    def single_side_jobs(self, name: str, tree: str, examples: Sequence[Example], variant: Variant
-                         ) -> list[PlannedJob]:
-        """Planned jobs measuring one tree on `examples` outside any plan (the preflight on dev, the
-        final champion on dev and val): ids `a0000-<name>-u<i>-<variant>`."""
-        return [PlannedJob(f"a{NO_ATTEMPT:04d}-{name}-u{i:03d}-{variant}", variant, tree, i,
+    def single_side_jobs(self, name: str, tree: str, examples: Sequence[Example], variant: Variant,
+                         attempt: int = NO_ATTEMPT) -> list[PlannedJob]:
+        """Planned jobs measuring one tree on `examples` outside any plan (the preflight on dev, a
+        candidate on dev, the final champion on dev and val): ids `a<attempt>-<name>-u<i>-<variant>`."""
+        return [PlannedJob(f"a{attempt:04d}-{name}-u{i:03d}-{variant}", variant, tree, i,
                            EXAMPLES_SEED, 0, 0, ex.id) for i, ex in enumerate(examples)]
+
+    def dev_jobs(self, attempt: int, tree: str) -> list[PlannedJob]:
+        """Attempt `attempt`'s candidate `tree` on the dev split (job stage `dev`, one job-unit per
+        example): ids `a0003-dev-u012-candidate`."""
+        return self.single_side_jobs("dev", tree, self.split.dev, "candidate", attempt)
 
     def reserve_units(self) -> int:
         """Baseline and champion on test, the champion on dev and val."""

@@ -247,7 +247,8 @@ class CommandAgent(Agent):
         return {"attempt": att.number, "leg": att.legs, "sleeps_used": att.sleeps,
                 "sleeps_left": MAX_SLEEPS_PER_ATTEMPT - att.sleeps, "launch_names_used": sorted(att.names),
                 "earlier_attempts": [{"attempt": a.attempt, "verdict": a.verdict, "reason": a.reason,
-                                      "candidate_mean": a.candidate_mean} for a in att.history]}
+                                      "candidate_mean": a.candidate_mean, "dev_mean": a.dev_mean}
+                                     for a in att.history]}
 
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None

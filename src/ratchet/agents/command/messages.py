@@ -88,13 +88,17 @@ def prompt_text(attempt: int, champion_tree: str, task: TaskView, history: Seque
 
 
 def history_text(history: Sequence[PastAttempt]) -> str:
-    """One line per earlier attempt: number, verdict, reason, the candidate's mean."""
+    """One line per earlier attempt: number, verdict, reason, and the candidate's figure: its dev pass
+    rate on an examples target (which shows agents nothing measured on val), else its mean."""
     if not history:
         return "(none yet)"
     rows = []
     for a in history:
-        mean = "-" if a.candidate_mean is None else f"{a.candidate_mean:.6g}"
-        rows.append(f"attempt {a.attempt}: {a.verdict or '-'} ({a.reason or '-'}), candidate mean {mean}")
+        if a.dev_mean is not None:
+            figure = f"dev pass rate {a.dev_mean:.6g}"
+        else:
+            figure = "candidate mean " + ("-" if a.candidate_mean is None else f"{a.candidate_mean:.6g}")
+        rows.append(f"attempt {a.attempt}: {a.verdict or '-'} ({a.reason or '-'}), {figure}")
     return "\n".join(rows)
 
 

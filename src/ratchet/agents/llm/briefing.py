@@ -75,13 +75,17 @@ class ContextEvidence:
         return None
 
     def attempts(self, ctx: AgentContext) -> Sequence[AttemptSummary]:
-        """One summary per finished attempt of `ctx.history` (its candidate mean as the summary)."""
-        return [
-            AttemptSummary(p.attempt, "" if p.candidate_mean is None else f"candidate mean {p.candidate_mean:.6g}",
-                           p.verdict, p.reason)
-            for p in ctx.history
-        ]
+        """One summary per finished attempt of `ctx.history` (its dev pass rate, else its candidate
+        mean, as the summary)."""
+        return [AttemptSummary(p.attempt, _figure(p.dev_mean, p.candidate_mean), p.verdict, p.reason)
+                for p in ctx.history]
 
     def dev_failures(self, ctx: AgentContext) -> Sequence[DevFailure]:
         """Nothing: the context carries no dev results."""
         return ()
+
+
+def _figure(dev_mean: float | None, candidate_mean: float | None) -> str:
+    if dev_mean is not None:
+        return f"dev pass rate {dev_mean:.6g}"
+    return "" if candidate_mean is None else f"candidate mean {candidate_mean:.6g}"

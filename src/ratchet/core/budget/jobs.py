@@ -26,11 +26,13 @@ def holdout_worst_case(units: int) -> int:
     return 3 * units
 
 
-def worst_case(trial_units: int, confirms: bool, reserve_units: int, max_attempts: int) -> dict[str, int]:
-    """{"per_trial", "holdout", "run"}: worst-case job-units of one trial whose last look has
-    `trial_units` units (confirmed when `confirms`), of the final measurement (`reserve_units`:
+def worst_case(trial_units: int, confirms: bool, reserve_units: int, max_attempts: int, dev_units: int = 0
+               ) -> dict[str, int]:
+    """{"per_trial", "holdout", "run"}: worst-case job-units of one attempt whose trial's last look
+    has `trial_units` units (confirmed when `confirms`) plus `dev_units` (an examples candidate's
+    dev measurement, for an agent that reads history), of the final measurement (`reserve_units`:
     Target.reserve_units, e.g. 2 x test + dev + val for examples) and of a run of `max_attempts`."""
-    per_trial = trial_worst_case(trial_units, confirms)
+    per_trial = trial_worst_case(trial_units, confirms) + dev_units
     return {"per_trial": per_trial, "holdout": reserve_units, "run": per_trial * max_attempts + reserve_units}
 
 
