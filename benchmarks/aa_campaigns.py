@@ -34,6 +34,20 @@ SEED = 8
 LOPSIDED_CAMPAIGNS, LOPSIDED_ATTEMPTS = 4000, 20
 BOUNDARY = 0.5  # the min-effect boundary family: true mean gain == margin == 0.5 SD
 METRIC_RANGE = (0.0, 25.0)  # declared for the betting test: d in [-25, 25] covers every lopsided d
+SKEWED = {name: f"{name} (cut at -25, re-centred)" for name in
+          ("lognormal-left", "lognormal-right", "exp-left", "exp-right", "gamma2-left", "gamma2-right")}
+"""Skewed mean-zero nulls of skewed_nulls.FAMILIES, cut to the betting range [-25, 25] and re-centred
+(a lognormal difference reaches -25 with chance about 5e-4): rows of the lopsided table."""
+
+
+def skewed_d(rng: np.random.Generator, family: str, trials: int) -> np.ndarray:
+    """(trials, FIXED_N) differences of a SKEWED family, clipped to [-25, 25] and shifted to mean 0
+    (the clipped distribution's mean estimated once on 2,000,000 draws, seed 0)."""
+    from skewed_nulls import FAMILIES
+
+    sample = FAMILIES[family][2]
+    shift = float(np.clip(sample(np.random.default_rng(0), (2000, 1000)), -25.0, 25.0).mean())
+    return np.clip(sample(rng, (trials, g.FIXED_N)), -25.0, 25.0) - shift
 
 
 def cp(successes: int, n: int) -> str:
@@ -78,30 +92,34 @@ def betting_campaigns(d: np.ndarray, fresh: np.ndarray, margin: float, shape: tu
 def lopsided_table(rng: np.random.Generator, campaigns: int) -> str:
     """P(run promotes anything) for lopsided nulls, before and after, sign-flip and betting."""
     attempts, rows = LOPSIDED_ATTEMPTS, []
-    for family in ("gaussian", *g.LOPSIDED):
-        for margin in (0.0, BOUNDARY):
-            shape = (campaigns, attempts)
-            effect = np.full(campaigns * attempts, margin)
+    cells_of = [(family, margin) for family in ("gaussian", *g.LOPSIDED) for margin in (0.0, BOUNDARY)]
+    for family, margin in [*cells_of, *((family, 0.0) for family in SKEWED)]:
+        shape = (campaigns, attempts)
+        effect = np.full(campaigns * attempts, margin)
+        if family in SKEWED:
+            d, fresh = skewed_d(rng, family, campaigns * attempts), skewed_d(rng, family, campaigns * attempts)
+        else:
             d = g.paired_d(rng, effect, g.FIXED_N, family)
             fresh = g.paired_d(rng, effect, g.FIXED_N, family)
-            if family == "gaussian":  # bounded like the others, for the betting test's range
-                d, fresh = np.clip(d, margin - 4, margin + 4), np.clip(fresh, margin - 4, margin + 4)
-            looks = g.LookPValues(d - margin, "continuous", fixed=False)  # H0 mean <= m: test d - m
-            levels = np.tile(g.campaign_levels("campaign", attempts), campaigns)
-            acc, units = g.sequential(looks, levels, "pocock")
-            before, _ = g.confirm(fresh - margin, acc, units, levels, "continuous", g.LOOKS, "pocock", before=True)
-            after, _ = g.fallback_campaigns(looks, fresh - margin, "continuous", shape, "campaign")
-            bet = betting_campaigns(d, fresh, margin, shape)
-            first = np.arange(campaigns) * attempts
-            cells = []
-            for promoted in (before, after, bet):
-                runs = int(promoted.reshape(shape).any(1).sum())
-                cells += [f"{100 * promoted[first].mean():.2f}", cp(runs, campaigns)]
-            inside = {"sign_flip": family in ("gaussian",), "betting": True}
-            rows.append(
-                [family, "null (mean 0)" if margin == 0 else f"boundary (mean = margin = {margin})",
-                 *cells, "yes" if inside["sign_flip"] else "no", "yes"]
-            )
+        if family == "gaussian":  # bounded like the others, for the betting test's range
+            d, fresh = np.clip(d, margin - 4, margin + 4), np.clip(fresh, margin - 4, margin + 4)
+        looks = g.LookPValues(d - margin, "continuous", fixed=False)  # H0 mean <= m: test d - m
+        levels = np.tile(g.campaign_levels("campaign", attempts), campaigns)
+        acc, units = g.sequential(looks, levels, "pocock")
+        before, _ = g.confirm(fresh - margin, acc, units, levels, "continuous", g.LOOKS, "pocock", before=True)
+        after, _ = g.fallback_campaigns(looks, fresh - margin, "continuous", shape, "campaign")
+        bet = betting_campaigns(d, fresh, margin, shape)
+        first = np.arange(campaigns) * attempts
+        cells = []
+        for promoted in (before, after, bet):
+            runs = int(promoted.reshape(shape).any(1).sum())
+            cells += [f"{100 * promoted[first].mean():.2f}", cp(runs, campaigns)]
+        inside = {"sign_flip": family in ("gaussian",), "betting": True}
+        family = SKEWED.get(family, family)
+        rows.append(
+            [family, "null (mean 0)" if margin == 0 else f"boundary (mean = margin = {margin})",
+             *cells, "yes" if inside["sign_flip"] else "no", "yes"]
+        )
     return table(
         ["family", "true mean", "before: P(trial 1 promotes) %", "before: P(run promotes) % [95% CP]",
          "after guarded_sign_flip: P(trial 1 promotes) %", "after guarded_sign_flip: P(run promotes) % [95% CP]",
@@ -202,8 +220,12 @@ def main() -> None:
         "d = +1 w.p. 1 - q and -(1 - q)/q w.p. q (left; right: the mirror) plus N(0, 1) noise truncated "
         f"to +-4, mean 0 (null) or shifted to the margin {BOUNDARY} (boundary, gate margin {BOUNDARY}); the "
         "Gaussian family clipped to +-4 around its mean. Betting declares target.metric_range = "
-        f"{list(METRIC_RANGE)} (d in [-25, 25]). A family inside a test's guarantee meets alpha = 5% when its "
-        "point estimate is <= 5%; families outside it get a measured rate.\n\n"
+        f"{list(METRIC_RANGE)} (d in [-25, 25]), so the floor test (gate rules 2) runs with the floor -25. The "
+        "skewed rows are the mean-zero nulls of skewed_nulls.py (lognormal(0, 1), Exp(1), Gamma(2), each "
+        "direction; left = small frequent gains, rarer large losses) cut to [-25, 25] and re-centred. "
+        "Before: Pocock looks, no guard, the trial's own schedule as confirmation; after: the default "
+        "`guarded_sign_flip` (gate rules 2's guard) and `betting`. A family inside a test's guarantee meets "
+        "alpha = 5% when its point estimate is <= 5%; families outside it get a measured rate.\n\n"
     )
     body.append(lopsided_table(np.random.default_rng(SEED + 100), lop_campaigns))
     foot = f"\nSimulation: seed {SEED}, {time.perf_counter() - start:.0f} s.\n"
