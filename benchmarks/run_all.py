@@ -25,6 +25,7 @@ SCRIPTS = {
     "aa_campaigns": "A/A campaigns: the gate against the field's rules (§1)",
     "power_cost": "power and job-units per trial, fixed-n against sequential looks (§2)",
     "mixed_campaign": "a mixed campaign: FDR and the final champion's true gain (§3)",
+    "adaptive_examples": "adaptive agents against the examples gate: false promotions and power, before and after",
     "executor_overhead": "LocalExecutor against xargs -P 2, with and without bwrap (§4a)",
     "ledger_costs": "ledger append, replay and `ratchet status` on 100,000 events (§4b-d)",
     "kernel_overhead": "`ratchet run` of ~1,000 50 ms jobs against xargs -P 2 + bwrap (§4e)",
