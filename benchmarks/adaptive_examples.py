@@ -347,6 +347,8 @@ class FinalDiagnostics:
 
     unit_gain: np.ndarray
     accepted_at_alpha: np.ndarray
+    better_promoted: np.ndarray
+    """Per run: some final whose population gain is > 0 was accepted (not a false promotion)."""
 
 
 def boosting(w: World, k: int) -> tuple[np.ndarray, np.ndarray, FinalDiagnostics]:
@@ -358,6 +360,7 @@ def boosting(w: World, k: int) -> tuple[np.ndarray, np.ndarray, FinalDiagnostics
     px = np.empty_like(changed)
     scores = np.empty((runs, probes))
     promoted = np.zeros(runs, dtype=bool)
+    better = np.zeros(runs, dtype=bool)
     for i in range(probes):
         changed[:, i], px[:, i] = perturb(w.rng, w.c, w.model)
         accepted, scores[:, i] = w.measure(px[:, i], lambda c: perturb(w.rng, c, w.model)[1], i + 1)
@@ -377,10 +380,11 @@ def boosting(w: World, k: int) -> tuple[np.ndarray, np.ndarray, FinalDiagnostics
         accepted, _ = w.measure(x, fresh, probes + m + 1, units)
         gains[:, m] = final_gain(w.model, v, tau)
         promoted |= accepted & (gains[:, m] <= NULL_TOLERANCE)  # a better final's promotion is not false
+        better |= accepted & (gains[:, m] > NULL_TOLERANCE)
         if m == 0:
             d = units[1][:, : looks[-1]].astype(np.int8) - units[0][:, : looks[-1]]
-            diag = FinalDiagnostics(d.mean(1), judge(d, looks, np.full(runs, ALPHA))[0])
-    return promoted, gains, diag
+            first = (d.mean(1), judge(d, looks, np.full(runs, ALPHA))[0])
+    return promoted, gains, FinalDiagnostics(*first, better)
 
 
 def hill_climb(w: World) -> np.ndarray:
@@ -429,8 +433,8 @@ def null_cell(cell: tuple[int, int, int, str, str, int, int]) -> CellResult:
         hits += int(promoted.sum())
     if agent == "hill":
         return CellResult(hits)
-    final = FinalDiagnostics(np.concatenate([d.unit_gain for d in diags]),
-                             np.concatenate([d.accepted_at_alpha for d in diags]))
+    final = FinalDiagnostics(*(np.concatenate([getattr(d, f) for d in diags])
+                               for f in ("unit_gain", "accepted_at_alpha", "better_promoted")))
     return CellResult(hits, np.concatenate(gains), final)
 
 
@@ -546,10 +550,12 @@ def null_tables(runs: int, attempts_list: tuple[int, ...], parallel: bool) -> tu
                     if high > ALPHA:
                         over.append(f"{setting.name}, {model.name}, {agent_name}, T = {attempts}: "
                                     f"after {rate(hits['after'], runs)}")
-                    found = [cell[d].gains for d in DESIGNS if cell[d].gains is not None]
-                    gains = np.concatenate(found) if found else None
-                    gain = ("0 (exact)" if gains is None
-                            else f"{100 * gains.mean():.3f} (max {100 * gains.max():.3f})")
+                    gain = "0 (exact)"
+                    if agent != "hill" and model.touch_right != model.touch_wrong:
+                        gain = "; ".join(
+                            f"{d} {100 * g.mean():.2f} (max {100 * g.max():.2f}), {int(f.better_promoted.sum())} "
+                            "runs" for d in ("before", "after")
+                            if (g := cell[d].gains) is not None and (f := cell[d].final) is not None)
                     rows.append([model.name, agent_name, str(attempts), rate(hits["before"], runs),
                                  rate(hits["after"], runs), "yes" if high <= ALPHA else "**NO**",
                                  rate(hits["fresh"], runs), f"{runs:,}", gain])
@@ -565,7 +571,8 @@ def null_tables(runs: int, attempts_list: tuple[int, ...], parallel: bool) -> tu
             + table(["answers", "agent", "T", "before: P(run promotes a null) % [95% CP]",
                      "after: P(run promotes a null) % [95% CP]", "after: upper CP <= 5%",
                      "fresh val per trial (reference) % [95% CP]", "runs per cell",
-                     "finals' population gain, points (mean, max)"], rows, "lllrrrrrr")
+                     "boosting finals' population gain, points: mean (max), runs that promoted one with gain > 0"],
+                    rows, "lllrrrrrr")
         )
     diag = table(["setting", "answers", "T", *(f"{d}: gain on its trial's units (points)" for d in DESIGNS),
                   *(f"{d}: P(accepted at level {ALPHA}) % [95% CP]" for d in DESIGNS)], diag_rows, "lll" + "r" * 6)

@@ -5,8 +5,9 @@ benchmarks/results/run_all.md: what ran, how long each took, the total. `make be
 
 --quick: a smoke test of every script (fewer simulations, events, jobs; digits with 2 attempts);
 its results go to results/*-quick.md (git-ignored) and leave the full results alone. A full run
-takes about 11 minutes on 2 cores: 2.5-4 of them the digits campaign (its max_wall is 2 minutes),
-about 5 the kernel overhead (3 x 1,001 jobs each way).
+takes about 13 minutes on 2 cores: 2.5-4 of them the digits campaign (its max_wall is 2 minutes),
+about 5 the kernel overhead (3 x 1,001 jobs each way), about 2 the adaptive agents (more when
+other processes load the CPUs).
 """
 
 from __future__ import annotations
