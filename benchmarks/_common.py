@@ -97,3 +97,19 @@ def peak_rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def clopper_pearson(successes: int, n: int) -> tuple[float, float]:
+    """Two-sided 95% Clopper-Pearson interval of a binomial proportion, (low, high) in [0, 1]
+    (Clopper & Pearson 1934, Biometrika 26:404-413). n >= 1, 0 <= successes <= n."""
+    from scipy.stats import beta
+
+    low = 0.0 if successes == 0 else float(beta.ppf(0.025, successes, n - successes + 1))
+    high = 1.0 if successes == n else float(beta.ppf(0.975, successes + 1, n - successes))
+    return low, high
+
+
+def cp(successes: int, n: int, digits: int = 2) -> str:
+    """`rate % [low, high]`: the rate with its two-sided 95% Clopper-Pearson interval, in percent."""
+    low, high = clopper_pearson(successes, n)
+    return f"{100 * successes / n:.{digits}f} [{100 * low:.{digits}f}, {100 * high:.{digits}f}]"

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gate_sim as g  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import save, table  # noqa: E402
+from _common import cp, save, table  # noqa: E402
 
 CAMPAIGNS = {20: 4000, 100: 2000}
 """Simulated campaigns per campaign length: a probability's SE is <= 0.8 point (20 attempts) and
@@ -49,14 +49,6 @@ def skewed_d(rng: np.random.Generator, family: str, trials: int) -> np.ndarray:
     shift = float(np.clip(sample(np.random.default_rng(0), (2000, 1000)), -25.0, 25.0).mean())
     return np.clip(sample(rng, (trials, g.FIXED_N)), -25.0, 25.0) - shift
 
-
-def cp(successes: int, n: int) -> str:
-    """`rate % [low, high]`: two-sided 95% Clopper-Pearson interval, in percent."""
-    from scipy.stats import beta
-
-    low = 0.0 if successes == 0 else beta.ppf(0.025, successes, n - successes + 1)
-    high = 1.0 if successes == n else beta.ppf(0.975, successes + 1, n - successes)
-    return f"{100 * successes / n:.2f} [{100 * low:.2f}, {100 * high:.2f}]"
 
 
 def betting_campaigns(d: np.ndarray, fresh: np.ndarray, margin: float, shape: tuple[int, int]) -> np.ndarray:

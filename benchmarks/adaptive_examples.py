@@ -87,8 +87,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from _common import save, table  # noqa: E402
-from scipy.stats import beta, binom  # noqa: E402
+from _common import clopper_pearson, save, table  # noqa: E402
+from scipy.stats import binom  # noqa: E402
 
 from ratchet.core.gate import GateSettings, look_boundaries  # noqa: E402
 from ratchet.core.stats.multiplicity import attempt_levels  # noqa: E402
@@ -509,13 +509,6 @@ def power_campaign(rng: np.random.Generator, setting: Setting, design: str, runs
 
 # -- tables ------------------------------------------------------------------------------------------
 
-
-def clopper_pearson(successes: int, n: int) -> tuple[float, float]:
-    """Two-sided 95% Clopper-Pearson interval of a binomial proportion (Clopper & Pearson 1934,
-    Biometrika 26:404-413). Returns (low, high) in [0, 1]."""
-    low = 0.0 if successes == 0 else float(beta.ppf(0.025, successes, n - successes + 1))
-    high = 1.0 if successes == n else float(beta.ppf(0.975, successes + 1, n - successes))
-    return low, high
 
 
 def rate(successes: int, n: int) -> str:

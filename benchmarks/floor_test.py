@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from _common import save, table  # noqa: E402
+from _common import cp, save, table  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
-from scipy.stats import beta, norm  # noqa: E402
+from scipy.stats import norm  # noqa: E402
 
 from ratchet.core.stats.betting import BET_CAP, _bets  # noqa: E402
 from ratchet.core.stats.floor import FLOOR_BET_CAP, agrapa_bets, units_needed  # noqa: E402
@@ -41,12 +41,6 @@ NULL_TRIALS, QUICK_NULL_TRIALS, NULL_UNITS = 4_000, 400, 1_000
 NULL_LEVELS = (0.05, 0.01)
 MARGIN = 0.0
 
-
-def cp(successes: int, n: int) -> str:
-    """`rate % [low, high]`: two-sided 95% Clopper-Pearson interval, in percent."""
-    low = 0.0 if successes == 0 else beta.ppf(0.025, successes, n - successes + 1)
-    high = 1.0 if successes == n else beta.ppf(0.975, successes + 1, n - successes)
-    return f"{100 * successes / n:.2f} [{100 * low:.2f}, {100 * high:.2f}]"
 
 
 def floor_log_wealth(d: np.ndarray, floor: float, margin: float = MARGIN) -> np.ndarray:

@@ -35,8 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gate_sim as g  # noqa: E402  (sets one BLAS thread per process before numpy loads)
 import numpy as np  # noqa: E402
-from _common import save, table  # noqa: E402
-from scipy.stats import beta  # noqa: E402
+from _common import clopper_pearson, save, table  # noqa: E402
 
 from ratchet.core.gate import GateSettings, look_boundaries, look_test  # noqa: E402
 from ratchet.core.stats.multiplicity import attempt_levels  # noqa: E402
@@ -72,12 +71,6 @@ TABLE_LOOKS = {"small": 1_000_000, "large": 400_000}  # n <= 40 / beyond
 CHUNK_VALUES = 4_000_000  # draws per block (memory)
 
 
-def cp(k: int, n: int) -> tuple[float, float]:
-    """Two-sided 95% Clopper-Pearson interval of k successes in n (Clopper & Pearson 1934)."""
-    low = 0.0 if k == 0 else float(beta.ppf(0.025, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(0.975, k + 1, n - k))
-    return low, high
-
 
 def gaussian_blocks(rng: np.random.Generator, looks: int, n: int):
     """Blocks of standard Gaussian looks, (rows, n), `looks` rows in all."""
@@ -105,9 +98,9 @@ def false_alarms(looks: int) -> tuple[str, list[str]]:
                 fired[r] += int(np.count_nonzero(test.guard(x)))
         cells = []
         for r in (1, 2):
-            low, high = cp(fired[r], looks)
+            low, high = clopper_pearson(fired[r], looks)
             cells.append(f"{fired[r] / looks:.2e} [{low:.1e}, {high:.1e}]")
-        met = cp(fired[2], looks)[1] <= TAIL_GUARD_FALSE_ALARM
+        met = clopper_pearson(fired[2], looks)[1] <= TAIL_GUARD_FALSE_ALARM
         if not met:
             missed.append(f"n = {n}")
         tabled = "" if n in TAIL_THRESHOLDS else " (not tabled)"
@@ -168,7 +161,7 @@ def judge(rng: np.random.Generator, family: str, effect: float, trials: int) -> 
 
 def percent(x: np.ndarray) -> str:
     k, n = int(np.count_nonzero(x)), len(x)
-    low, high = cp(k, n)
+    low, high = clopper_pearson(k, n)
     return f"{100 * k / n:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
 
 

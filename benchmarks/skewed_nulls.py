@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gate_sim as g  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import save, table  # noqa: E402
+from _common import cp, save, table  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 from ratchet.core.stats.multiplicity import campaign_weight  # noqa: E402
@@ -172,11 +172,6 @@ def campaigns(d: Looks, fresh: Looks, runs: int, attempts: int, rule: str) -> np
     return promoted
 
 
-def cp(successes: int, n: int) -> str:
-    """`rate % [low, high]`: two-sided 95% Clopper-Pearson interval, in percent."""
-    low = 0.0 if successes == 0 else sps.beta.ppf(0.025, successes, n - successes + 1)
-    high = 1.0 if successes == n else sps.beta.ppf(0.975, successes + 1, n - successes)
-    return f"{100 * successes / n:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def fresh_looks(fresh: np.ndarray, trial: Looks) -> Looks:
@@ -215,7 +210,7 @@ def null_rows(rng: np.random.Generator, runs: int) -> tuple[list[list[str]], lis
             promoted = campaigns(trial, conf, runs, ATTEMPTS, rule)
             per_run = int(promoted.reshape(runs, ATTEMPTS).any(1).sum())
             raw[name][rule] = (int(promoted.sum()), per_run)
-            cells += [cp(int(promoted.sum()), runs * ATTEMPTS), cp(per_run, runs)]
+            cells += [cp(int(promoted.sum()), runs * ATTEMPTS, 1), cp(per_run, runs, 1)]
         rows.append([f"{label}", f"{population:+.2f}", *cells])
         g20 = sample_skewness(d[:, :20])
         g40 = sample_skewness(d[:, :40])
@@ -223,7 +218,7 @@ def null_rows(rng: np.random.Generator, runs: int) -> tuple[list[list[str]], lis
         fires20, fires40 = int((np.abs(g20) > SKEW_WARN).sum()), int((np.abs(g40) > SKEW_WARN).sum())
         raw[name]["typical40"] = float(np.nanmedian(g40))
         skew_rows.append([label, f"{population:+.2f}", f"{np.nanmedian(g20):+.2f}", f"{np.nanmedian(g40):+.2f}",
-                          cp(fires20, len(g20)), cp(fires40, len(g40))])
+                          cp(fires20, len(g20), 1), cp(fires40, len(g40), 1)])
         print(f"{name}: {time.perf_counter() - began:.0f} s", flush=True)
     return rows, skew_rows, raw
 
@@ -242,7 +237,7 @@ def power_rows(rng: np.random.Generator, trials: int) -> list[list[str]]:
             conf = Looks(fresh, (g.LOOKS[-1],))
         idx = np.flatnonzero(accepted)
         ok, _ = g.sequential(conf.view(rule, idx), second[idx], "linear", True)
-        out.append([RULE_NAMES[rule], cp(int(ok.sum()), trials)])
+        out.append([RULE_NAMES[rule], cp(int(ok.sum()), trials, 1)])
     return out
 
 
