@@ -90,3 +90,14 @@ def rechain(path: Path, edit: Callable[[dict[str, Any]], bool]) -> None:
         out.append(line)
         prev = digest_bytes(line)
     path.write_bytes(b"\n".join(out) + b"\n")
+
+
+def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided Clopper-Pearson interval of a binomial proportion, (low, high) in [0, 1]
+    (Clopper & Pearson 1934): what the simulation tests hold a measured rate to."""
+    from scipy.stats import beta
+
+    a = (1.0 - confidence) / 2.0
+    low = 0.0 if successes == 0 else float(beta.ppf(a, successes, n - successes + 1))
+    high = 1.0 if successes == n else float(beta.ppf(1.0 - a, successes + 1, n - successes))
+    return low, high

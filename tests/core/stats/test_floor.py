@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import clopper_pearson
 from scipy.optimize import brentq
-from scipy.stats import beta, norm
+from scipy.stats import norm
 
 from ratchet.core.gate import GateSettings, UnitScore, decide, look_boundaries, look_test
 from ratchet.core.stats.betting import betting_test
@@ -31,10 +32,6 @@ TRIALS = 4_000
 UNITS = 200
 TOLERANCE = 0.01
 
-
-def cp_high(successes: int, n: int) -> float:
-    """Upper end of the two-sided 95% Clopper-Pearson interval."""
-    return 1.0 if successes == n else float(beta.ppf(0.975, successes + 1, n - successes))
 
 
 def clipped_gaussian_location(floor: float, mean: float, sd: float) -> float:
@@ -72,7 +69,7 @@ def test_floor_test_holds_its_level_at_every_unit_on_boundary_nulls(family: str,
     d = boundary_null(family, rng, (TRIALS, UNITS), floor, margin)
     assert abs(float(d.mean()) - margin) < 0.02 * (margin - floor), "the simulated null is not at the boundary"
     rejected = int(ever_rejects(d, margin, floor).sum())
-    assert cp_high(rejected, TRIALS) <= LEVEL + TOLERANCE, (
+    assert clopper_pearson(rejected, TRIALS)[1] <= LEVEL + TOLERANCE, (
         f"{family}, floor {floor}, margin {margin}: p fell to {LEVEL} in {rejected}/{TRIALS} trials")
     p = floor_test(d[:400, :40], margin, floor)  # the gate's own entry point agrees with the walk above
     assert np.all((p <= LEVEL) <= ever_rejects(d[:400, :40], margin, floor))

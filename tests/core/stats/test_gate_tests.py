@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import beta
+from helpers import clopper_pearson
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate import GateSettings, UnitScore, decide, look_boundaries, look_test
@@ -21,10 +21,6 @@ from ratchet.core.stats.sequential import ACCEPTED, walk_looks
 
 LOOKS = (10, 20, 40)
 
-
-def cp_low(successes: int, n: int) -> float:
-    """Lower end of the two-sided 95% Clopper-Pearson interval."""
-    return 0.0 if successes == 0 else float(beta.ppf(0.025, successes, n - successes + 1))
 
 
 @pytest.mark.parametrize("threshold", [0.05, 1e-3, 1e-4, 1e-5, 1e-6])
@@ -142,7 +138,7 @@ def test_betting_meets_its_level_on_lopsided_nulls_at_every_look(q: float, margi
     est = np.stack([d[:, :n].mean(1) for n in LOOKS], axis=1)
     _, outcome = walk_looks(p, est, margin, thresholds)
     accepted = int(np.sum(outcome == ACCEPTED))
-    assert cp_low(accepted, trials) <= level, f"betting accepted {accepted}/{trials} lopsided nulls (q {q})"
+    assert clopper_pearson(accepted, trials)[0] <= level, f"betting accepted {accepted}/{trials} lopsided nulls (q {q})"
     assert float(np.mean(p.min(axis=1) <= level)) <= level + 3 * math.sqrt(level / trials)
 
 
@@ -156,7 +152,7 @@ def test_sign_flip_is_fooled_by_a_lopsided_null_as_its_guarantee_says() -> None:
     p = np.stack([test.p_value(d[:, :n], 0.0, t) for n, t in zip(LOOKS, thresholds, strict=True)], axis=1)
     est = np.stack([d[:, :n].mean(1) for n in LOOKS], axis=1)
     _, outcome = walk_looks(p, est, 0.0, thresholds)
-    assert cp_low(int(np.sum(outcome == ACCEPTED)), trials) > level  # outside its guarantee: well above
+    assert clopper_pearson(int(np.sum(outcome == ACCEPTED)), trials)[0] > level  # outside its guarantee: well above
 
 
 def test_guarantee_sentences_and_what_units_cannot_see() -> None:

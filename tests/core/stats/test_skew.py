@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import clopper_pearson
 from scipy import stats as sps
-from scipy.stats import beta
 
 from ratchet.core.stats.skew import (
     RIGHT_SKEW_NOTE,
@@ -23,13 +23,6 @@ from ratchet.core.stats.skew import (
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "skewed_nulls.md"
 
-
-def cp(successes: int, n: int, confidence: float) -> tuple[float, float]:
-    """Two-sided Clopper-Pearson interval for a binomial proportion."""
-    a = (1.0 - confidence) / 2.0
-    low = 0.0 if successes == 0 else float(beta.ppf(a, successes, n - successes + 1))
-    high = 1.0 if successes == n else float(beta.ppf(1.0 - a, successes + 1, n - successes))
-    return low, high
 
 
 @pytest.mark.parametrize("n", [3, 4, 10, 40, 333])
@@ -99,5 +92,5 @@ def test_gaussian_noise_crosses_the_threshold_as_rarely_as_the_docstring_says():
     for n, quoted in ((20, 0.054), (40, 0.011)):
         g1 = sample_skewness(rng.normal(size=(20_000, n)))
         fires = int((np.abs(g1) > SKEW_WARN).sum())
-        low, high = cp(fires, 20_000, 0.999)
+        low, high = clopper_pearson(fires, 20_000, 0.999)
         assert low <= quoted <= high, f"{n} units: {fires} of 20,000 fired, CP 99.9% [{low:.4f}, {high:.4f}]"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import beta
+from helpers import clopper_pearson
 
 from ratchet.core.gate import GateSettings, UnitScore, decide, look_test
 from ratchet.core.gate_design import gate_design
@@ -28,11 +28,6 @@ SEED = 20261202
 CI_FLAKE = [0.155, 0.151, 0.150, 0.132, 0.150, 0.147, 0.163, 0.150]
 """A real 8-unit look whose units all gained; rules 1 rejected it as harmful_tail (6.07 robust SDs)."""
 
-
-def clopper_pearson(k: int, n: int) -> tuple[float, float]:
-    low = 0.0 if k == 0 else float(beta.ppf(0.025, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(0.975, k + 1, n - k))
-    return low, high
 
 
 def lopsided(rng: np.random.Generator, q: float, shape: tuple[int, int]) -> np.ndarray:
