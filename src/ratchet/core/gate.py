@@ -256,47 +256,23 @@ def _units_text(units: Sequence[int]) -> str:
 def _failure_decision(scores: Sequence[UnitScore], level: float) -> Decision | None:
     """Failure rules, before any statistics: candidate failures reject, champion failures retry once."""
     complete = sum(1 for s in scores if s.champion is not None and s.candidate is not None)
+
+    def failed(verdict: Verdict, reason: Reason, text: str, retry: tuple[int, ...] = ()) -> Decision:
+        return Decision(verdict, reason, text, None, None, None, complete, NO_LOOK, level, retry)
+
     cand = tuple(s.unit for s in scores if s.candidate_failed or _bad(s.candidate))
     if cand:
-        return Decision(
-            "rejected",
-            "candidate_failed",
-            f"The candidate failed on {_units_text(cand)}; a failing candidate is never accepted.",
-            None,
-            None,
-            None,
-            complete,
-            NO_LOOK,
-            level,
-        )
+        return failed("rejected", "candidate_failed",
+                      f"The candidate failed on {_units_text(cand)}; a failing candidate is never accepted.")
     champ = [s for s in scores if s.champion_failed or _bad(s.champion)]
     again = tuple(s.unit for s in champ if s.champion_retried)
     if again:
-        return Decision(
-            "inconclusive",
-            "champion_failed",
-            f"The champion's measurement failed again on {_units_text(again)} after a retry; no verdict.",
-            None,
-            None,
-            None,
-            complete,
-            NO_LOOK,
-            level,
-        )
+        return failed("inconclusive", "champion_failed",
+                      f"The champion's measurement failed again on {_units_text(again)} after a retry; no verdict.")
     if champ:
         retry = tuple(s.unit for s in champ)
-        return Decision(
-            "continue",
-            "champion_retry",
-            f"The champion's measurement failed on {_units_text(retry)}; re-running them once.",
-            None,
-            None,
-            None,
-            complete,
-            NO_LOOK,
-            level,
-            retry_units=retry,
-        )
+        return failed("continue", "champion_retry",
+                      f"The champion's measurement failed on {_units_text(retry)}; re-running them once.", retry)
     return None
 
 
