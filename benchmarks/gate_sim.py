@@ -55,6 +55,7 @@ from ratchet.core.gate_design import confirmation_looks  # noqa: E402
 from ratchet.core.stats.multiplicity import CONFIRM_SHARE, campaign_weight, trial_level  # noqa: E402
 from ratchet.core.stats.paired import binary_margin_test, sign_flip_test  # noqa: E402
 from ratchet.core.stats.sequential import ACCEPTED, boundaries, walk_looks  # noqa: E402
+from ratchet.core.stats.skew import skew_corrected_p  # noqa: E402
 from ratchet.core.stats.tail_guard import harmful_tail  # noqa: E402
 
 ALPHA = 0.05
@@ -142,11 +143,14 @@ class LookPValues:
     p: np.ndarray = field(init=False)
     est: np.ndarray = field(init=False)
     guard: np.ndarray = field(init=False)
+    skew_p: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         d = self.d
         self.est = np.stack([d[:, :n].mean(1) for n in self.looks], axis=1)
         self.guard = np.stack([np.asarray(harmful_tail(d[:, :n]), dtype=bool) for n in self.looks], axis=1)
+        self.skew_p = (np.stack([np.asarray(skew_corrected_p(d[:, :n])) for n in self.looks], axis=1)
+                       if self.kind == "continuous" else np.zeros((d.shape[0], len(self.looks))))
         self.p = np.ones((d.shape[0], len(self.looks)))
         alive = np.ones(d.shape[0], dtype=bool)
         for k, n in enumerate(self.looks):
@@ -160,13 +164,15 @@ def sequential(
     p: LookPValues, levels: np.ndarray, spending: str = "linear", guarded: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """(accepted, units) per trial under looks p.looks at each trial's level (walk_looks per level);
-    guarded: the harmful-tail guard of `guarded_sign_flip` applies."""
+    guarded: `guarded_sign_flip` as gate rules 2 judge it: the harmful-tail guard applies, and Hall's
+    skew-corrected t must reject too (p = the larger of the two)."""
     accepted = np.zeros(len(levels), dtype=bool)
     units = np.zeros(len(levels), dtype=np.int64)
     for level in np.unique(levels):
         rows = np.flatnonzero(levels == level)
         marks = thresholds(float(level), p.looks, p.kind, spending)
-        look, outcome = walk_looks(p.p[rows], p.est[rows], 0.0, marks, p.guard[rows] if guarded else None)
+        pv = np.maximum(p.p[rows], p.skew_p[rows]) if guarded else p.p[rows]
+        look, outcome = walk_looks(pv, p.est[rows], 0.0, marks, p.guard[rows] if guarded else None)
         accepted[rows] = outcome == ACCEPTED
         units[rows] = np.asarray(p.looks)[look]
     return accepted, units
@@ -241,7 +247,7 @@ def fallback_campaigns(
         trial, conf = split(level)
         sub = LookPValues.__new__(LookPValues)
         sub.d, sub.kind, sub.fixed, sub.looks = looks.d[rows], looks.kind, False, looks.looks
-        sub.p, sub.est, sub.guard = looks.p[rows], looks.est[rows], looks.guard[rows]
+        sub.p, sub.est, sub.guard, sub.skew_p = looks.p[rows], looks.est[rows], looks.guard[rows], looks.skew_p[rows]
         guarded = GUARDED and kind == "continuous"  # binary scores keep their exact tests, no guard
         accepted, units = sequential(sub, trial, "linear", guarded)
         conf_levels = np.where(accepted, conf, 1.0)

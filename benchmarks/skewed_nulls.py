@@ -9,11 +9,14 @@ harmful_tail, boundaries, walk_looks, campaign_weight, the trial/confirmation sp
 promotion is false. Each rule is judged on the same simulated d.
 
 Rules:
-- default: today's `guarded_sign_flip` (gate rules 2 as built);
-- + Hall t: accept only if the sign-flip AND Hall's skewness-corrected studentized test reject at
-  the look's threshold (Hall 1992, JRSS-B 54:221, the monotone form of Johnson 1978, JASA 73:536;
-  t_{n-1} reference), at every look and in the confirmation;
-- + bootstrap-t: the same with a bootstrap-t p-value (BOOT resamples, Efron & Tibshirani 1993 §12.5).
+- before: `guarded_sign_flip` of gate rules 1 (sign-flip and the fixed 6-robust-SD guard);
+- guard only: the sign-flip with gate rules 2's harmful-tail guard, no second requirement;
+- default: `guarded_sign_flip` of gate rules 2: rules 2's guard, and Hall's skewness-corrected
+  studentized test must reject too at the look's threshold (`skew.skew_corrected_p`: Hall 1992,
+  JRSS-B 54:221, the monotone form of Johnson 1978, JASA 73:536; t_{n-1} reference), at every look
+  and in the confirmation;
+- bootstrap-t: rules 2's guard with a bootstrap-t p-value as the second requirement instead (BOOT
+  resamples, Efron & Tibshirani 1993 §12.5), the alternative considered.
 
 Also: the sample skewness G1 (ratchet.core.stats.skew.sample_skewness) each family shows over 20 and 40
 units, and how often it crosses the warning threshold; and power at a 0.5 SD Gaussian gain (trial 1
@@ -37,10 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_sim as g  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import cp, save, table  # noqa: E402
-from scipy import stats as sps  # noqa: E402
 
 from ratchet.core.stats.multiplicity import campaign_weight  # noqa: E402
-from ratchet.core.stats.skew import SKEW_MIN_UNITS, SKEW_WARN, sample_skewness  # noqa: E402
+from ratchet.core.stats.skew import SKEW_MIN_UNITS, SKEW_WARN, sample_skewness, skew_corrected_p  # noqa: E402
 
 RUNS, QUICK_RUNS = 2000, 150
 ATTEMPTS = 20
@@ -77,29 +79,12 @@ FAMILIES: dict[str, tuple[str, float, Callable[[np.random.Generator, tuple[int, 
 """name -> (description, population skewness, sampler (rng, (rows, units)) -> mean-zero d). The
 two-point families' skewness is that of the mixture with its noise (third moment over variance**1.5)."""
 
-RULES = ("default", "hall", "boot")
-RULE_NAMES = {"default": "default (`guarded_sign_flip`)", "hall": "+ Hall t (both reject)",
-              "boot": "+ bootstrap-t (both reject)"}
+RULES = ("before", "guard", "default", "boot")
+RULE_NAMES = {"before": "before (rules 1)", "guard": "rules 2's guard only",
+              "default": "default (rules 2: guard + Hall t)", "boot": "rules 2's guard + bootstrap-t"}
+SECOND = {"default": "hall", "boot": "boot"}
+"""The rules with a second requirement, and which robust p-value it is."""
 
-
-def hall_p(x: np.ndarray) -> np.ndarray:
-    """Hall's skewness-corrected studentized p-value of H0: mean <= 0 per row of x (rows, n), n >= 3.
-
-    S = mean / s, gamma = k3 / s**3 (k3 = n sum (x - mean)**3 / ((n - 1)(n - 2))),
-    T = sqrt(n) (S + gamma S**2 / 3 + gamma**2 S**3 / 27 + gamma / (6 n)), p = P(t_{n-1} >= T).
-    Monotone in S (its derivative is (1 + gamma S / 3)**2). Zero spread: p = 0 if mean > 0 else 1.
-    Source: Hall (1992), JRSS-B 54:221-228; Johnson (1978), JASA 73:536-544."""
-    n = x.shape[1]
-    mean = x.mean(1)
-    dev = x - mean[:, None]
-    s = np.sqrt((dev**2).sum(1) / (n - 1))
-    k3 = n * (dev**3).sum(1) / ((n - 1) * (n - 2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        big_s = mean / s
-        gamma = k3 / s**3
-        t = math.sqrt(n) * (big_s + gamma * big_s**2 / 3 + gamma**2 * big_s**3 / 27 + gamma / (6 * n))
-        p = sps.t.sf(t, n - 1)
-    return np.where(s > 0, p, np.where(mean > 0, 0.0, 1.0))
 
 
 def boot_p(x: np.ndarray, rng_seed: int = SEED) -> np.ndarray:
@@ -126,7 +111,7 @@ def boot_p(x: np.ndarray, rng_seed: int = SEED) -> np.ndarray:
     return out
 
 
-ROBUST = {"hall": hall_p, "boot": boot_p}
+ROBUST = {"hall": lambda x: np.asarray(skew_corrected_p(x)), "boot": boot_p}
 
 
 @dataclass
@@ -142,13 +127,17 @@ class Looks:
     def __post_init__(self) -> None:
         base = g.LookPValues(self.d, "continuous", fixed=False, looks=self.looks)
         self.est, self.guard, self.sign_flip = base.est, base.guard, base.p
+        self.guard1 = np.stack([np.asarray(g.harmful_tail(self.d[:, :n], 1), dtype=bool) for n in self.looks], axis=1)
         self.robust = {r: np.stack([f(self.d[:, :n]) for n in self.looks], axis=1) for r, f in ROBUST.items()}
 
     def view(self, rule: str, rows: np.ndarray) -> g.LookPValues:
-        p = self.sign_flip[rows] if rule == "default" else np.maximum(self.sign_flip[rows], self.robust[rule][rows])
+        """The rule's p-values and guard for `rows`, as gate_sim.sequential(guarded=True) reads them:
+        its skew_p is the rule's second requirement (zeros: none)."""
         out = g.LookPValues.__new__(g.LookPValues)
         out.d, out.kind, out.fixed, out.looks = self.d[rows], "continuous", False, self.looks
-        out.p, out.est, out.guard = p, self.est[rows], self.guard[rows]
+        out.p, out.est = self.sign_flip[rows], self.est[rows]
+        out.guard = (self.guard1 if rule == "before" else self.guard)[rows]
+        out.skew_p = self.robust[SECOND[rule]][rows] if rule in SECOND else np.zeros_like(out.p)
         return out
 
 
@@ -179,12 +168,15 @@ def fresh_looks(fresh: np.ndarray, trial: Looks) -> Looks:
     40-unit sign-flip); other rows stay at p = 1."""
     everything = np.arange(fresh.shape[0])
     top = g.split(np.full(len(everything), g.ALPHA))[0]  # no attempt's level exceeds alpha, carried or not
-    any_trial, _ = g.sequential(trial.view("default", everything), top, "linear", True)
+    any_trial = np.zeros(len(everything), dtype=bool)
+    for rule in ("before", "guard"):  # the rules with no second requirement accept the most
+        any_trial |= g.sequential(trial.view(rule, everything), top, "linear", True)[0]
     conf = Looks.__new__(Looks)
     conf.d, conf.looks, conf.kind = fresh, (g.LOOKS[-1],), "continuous"
     n = g.LOOKS[-1]
     conf.est = fresh[:, :n].mean(1)[:, None]
     conf.guard = np.asarray(g.harmful_tail(fresh[:, :n]), dtype=bool)[:, None]
+    conf.guard1 = np.asarray(g.harmful_tail(fresh[:, :n], 1), dtype=bool)[:, None]
     conf.sign_flip = np.ones((fresh.shape[0], 1))
     conf.robust = {r: np.ones((fresh.shape[0], 1)) for r in ROBUST}
     idx = np.flatnonzero(any_trial)
@@ -260,7 +252,7 @@ def main() -> None:
         "intervals; *per attempt*: promoted attempts over all attempts (its interval treats the attempts "
         "of a run as independent, which they are until a promotion passes its level on); *per run*: runs "
         "that promoted anything. *Skewness*: the family's own (population) skewness. The default is exact only for "
-        "symmetric d; the two robust rules accept only when the sign-flip and their test both reject.\n\n"
+        "symmetric d; a rule with a second requirement accepts only when the sign-flip and its test both reject.\n\n"
         "## False promotions\n\n" + table(heads, rows)
         + f"\n## Power: {GAIN} SD Gaussian gain, trial 1 of {ATTEMPTS} (confirmation included), "
         f"{QUICK_POWER_TRIALS if args.quick else POWER_TRIALS:,} trials\n\n"

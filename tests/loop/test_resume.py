@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 from helpers import events, ratchet, rechain
 
-from ratchet.core.gate_design import GATE_RULES
+from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.plan import unit_seeds
 from ratchet.ledger.events import read_events
 from ratchet.loop.kernel import CRASH_AT_ENV

@@ -31,7 +31,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.contract_load import parse_contract
 from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanError
 from ratchet.core.events import LedgerLineError
-from ratchet.core.gate_design import recorded_rules
+from ratchet.core.gate_rules import recorded_rules
 from ratchet.core.plan import Plan
 from ratchet.core.state import Folder, RunState
 from ratchet.core.stats.multiplicity import AttemptLevels, attempt_levels

@@ -16,7 +16,7 @@ from ratchet.core.audit_view import Finished, RunView
 from ratchet.core.contract import Contract
 from ratchet.core.errors import DataError
 from ratchet.core.gate import Decision, GateSettings, decide
-from ratchet.core.gate_design import recorded_rules
+from ratchet.core.gate_rules import recorded_rules
 from ratchet.core.plan import Plan, PlannedJob, retry_job
 from ratchet.loop.trial import unit_scores
 from ratchet.targets.base import Target, UnitResult

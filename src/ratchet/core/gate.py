@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ratchet.core.errors import RatchetError
-from ratchet.core.gate_design import GATE_RULES
+from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.vocab import GateTest, PValueKind, Spending
 
 Verdict = Literal["accepted", "rejected", "inconclusive", "continue"]

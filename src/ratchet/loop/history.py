@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from ratchet.agents.base import PastAttempt
 from ratchet.core.gate import WITHOUT_JOBS
-from ratchet.core.gate_design import GATE_RULES
+from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.payloads import JobFinished, given
 from ratchet.core.plan import NO_ATTEMPT
 from ratchet.core.state import RunState

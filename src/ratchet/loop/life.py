@@ -26,7 +26,8 @@ from ratchet.core.budget import recorded_limits
 from ratchet.core.contract_load import LoadedContract, parse_contract
 from ratchet.core.errors import EXIT_INTERRUPTED, ContractError, DataError, LedgerError, RatchetError
 from ratchet.core.events import LEDGER_FORMAT, RESUMABLE_FORMATS
-from ratchet.core.gate_design import GATE_RULES, RESUMABLE_RULES, gate_design, recorded_rules
+from ratchet.core.gate_design import gate_design
+from ratchet.core.gate_rules import GATE_RULES, RESUMABLE_RULES, recorded_rules
 from ratchet.core.payloads import RunAbandoned, RunResumed, RunStarted, RunStopped, TreeRefData, check_payload
 from ratchet.core.reach import reach_warnings
 from ratchet.core.state import fold

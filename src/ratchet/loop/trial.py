@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ratchet.core.gate import Decision, GateSettings, UnitScore, decide
-from ratchet.core.gate_design import GATE_RULES
+from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.plan import Plan, retry_job
 from ratchet.loop.measure import Runner
 from ratchet.targets.base import Target, UnitResult

@@ -27,7 +27,7 @@ from ratchet.compute.env import job_env
 from ratchet.compute.factory import job_resources
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
-from ratchet.core.gate_design import GATE_RULES
+from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.plan import NO_ATTEMPT, Plan, PlannedJob, Stage, UnitDraw, compile_plan
 from ratchet.core.stats.paired import wilson_interval
 from ratchet.core.vocab import Direction, GateTest, ScoreKind, Variant

@@ -14,7 +14,8 @@
 - `multiplicity.py`: the level of each attempt (online fallback) and its trial/confirmation split;
 - `guarantee.py`: each test's one-sentence guarantee, and what n units cannot see (import-light);
 - `power.py`: the power of the exact McNemar test and the smallest gain it detects;
-- `skew.py`: the skewness G1 of paired differences (recorded with each verdict and calibration) and
+- `skew.py`: Hall's skewness-corrected t (the default test's second requirement), the skewness G1 of
+  paired differences (recorded with each verdict and calibration) and
   the warning, with measured false-promotion rates, when they are far from symmetric;
 - `calibration.py`: a benchmark's noise (seed and repeat variance) and the gains the gate detects
   through it (`ratchet calibrate`).

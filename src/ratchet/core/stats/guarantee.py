@@ -23,9 +23,10 @@ GUARANTEES: Mapping[str, str] = {
     ),
     "guarded_sign_flip": (
         "P(accept) <= the trial's level whenever the paired differences minus the margin are "
-        "symmetric about 0 (exact); beyond that, a candidate whose units show a loss far below the other "
-        "units' spread is rejected (the harmful-tail guard), but a rare large loss that no unit showed "
-        "cannot be seen."
+        "symmetric about 0 (exact); beyond that, Hall's skewness-corrected t test must reject too, which "
+        "kept skewed nulls (lognormal, exponential, gamma(2), either direction) within the level in "
+        "simulation, and a candidate whose units show a loss far below the other units' spread is "
+        "rejected (the harmful-tail guard), but a rare large loss that no unit showed cannot be seen."
     ),
     "betting": (
         "P(accept) <= the trial's level, at every look, for every distribution of paired differences "

@@ -4,7 +4,9 @@ gate (`ratchet.core.gate.decide`) and the simulations (its batched twin) both ca
 - binary scores: exact McNemar (margin 0) or the exact unconditional margin test (`paired`);
 - continuous, `guarded_sign_flip` / `sign_flip`: the sign-flip permutation test (`paired.sign_flip_test`), exact up to
   EXACT_MAX_UNITS units, Monte Carlo with flips chosen from the look's threshold beyond; the
-  guarded one adds the harmful-tail guard (`tail_guard`), which only rejects;
+  guarded one adds the harmful-tail guard (`tail_guard`), which only rejects, and under gate rules 2
+  Hall's skewness-corrected t test (`skew.skew_corrected_p`) as a second requirement: its p-value is
+  the larger of the two (both must reject), labelled as the sign-flip's;
 - continuous, `betting`: under gate rules 2 the floor e-process (`floor`), whose units below the
   floor reject the trial as `below_floor` (through the same rejection-only channel as the guard);
   under rules 1 the betting test of a bounded mean (`betting`).
@@ -18,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ratchet.core.gate_design import GATE_RULES, max_unit_loss_for
+from ratchet.core.gate_design import max_unit_loss_for
+from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.stats.betting import betting_min_p, betting_test, difference_range
 from ratchet.core.stats.bounds import lower_bound
 from ratchet.core.stats.floor import breached, floor_min_p, floor_test
@@ -30,6 +33,7 @@ from ratchet.core.stats.paired import (
     sign_flip_curve,
     sign_flip_test,
 )
+from ratchet.core.stats.skew import skew_corrected_p
 from ratchet.core.stats.tail_guard import harmful_tail
 from ratchet.core.vocab import GateTest
 
@@ -99,7 +103,17 @@ class LookTest:
             return floor_test(d, margin, self.floor)
         if self.uses_betting:
             return betting_test(d, margin, self.d_range, self.level, self.horizon)
-        return sign_flip_test(d, margin, self.seed, threshold if threshold else None)
+        p = sign_flip_test(d, margin, self.seed, threshold if threshold else None)
+        if self.uses_skew_correction:  # both must reject: the larger p decides
+            return np.maximum(p, skew_corrected_p(d, margin)) if np.ndim(d) == 2 else max(
+                float(p), float(skew_corrected_p(d, margin)))
+        return p
+
+    @property
+    def uses_skew_correction(self) -> bool:
+        """True when Hall's skewness-corrected t test must reject too (`guarded_sign_flip` on continuous
+        scores under gate rules 2): p is the larger of the sign-flip's and `skew.skew_corrected_p`."""
+        return self.kind == "continuous" and self.test == "guarded_sign_flip" and self.rules >= 2
 
     def guard(self, d: np.ndarray) -> bool | np.ndarray:
         """The harmful-tail guard on d (n,) or (trials, n): fires only for `guarded_sign_flip` on
@@ -144,7 +158,8 @@ class LookTest:
             high += _ABOVE * max(1.0, abs(high), high - low)
         low, high = min(low, margin), max(high, margin)
         if self.kind == "continuous" and not self.uses_betting:
-            p_of = sign_flip_curve(d, self.seed, threshold)
+            curve = sign_flip_curve(d, self.seed, threshold)
+            p_of = (lambda m: max(curve(m), float(skew_corrected_p(d, m)))) if self.uses_skew_correction else curve
         elif self.uses_floor:  # the bets stay tuned to the trial's margin: p is monotone in the null
             p_of = lambda m: float(floor_test(d, m, self.floor, bet_margin=margin))  # noqa: E731
         else:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ratchet.core.gate_design import GATE_RULES
+from ratchet.core.gate_rules import GATE_RULES
 
 TAIL_GUARD_SCALES = 6.0  # rules 1: robust SDs below the median, whatever the number of units
 MAD_TO_SD = 1.4826  # the MAD of a normal distribution times this is its standard deviation
