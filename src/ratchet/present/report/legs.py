@@ -128,8 +128,9 @@ def leg_heading(leg: Mapping[str, Any]) -> str:
 
 
 def stream_heading(name: str, stream: Mapping[str, Any] | None) -> str:
-    """How much of a stream a leg wrote and what is kept: `stdout: 1,234 bytes, last 20 lines`,
-    `... (only the last 262,144 bytes kept)`, `(empty)`, `(not recorded)` or `(blob missing)`."""
+    """How much of a stream a leg wrote and what is kept: `stdout: 1,234 bytes, last 20 lines:`,
+    `stdout: 600,000 bytes, only the last 262,144 kept, last 20 lines:`, `stdout: (empty)`, `stdout:
+    not recorded` or the blob named as missing."""
     if stream is None:
         return f"{name}: not recorded"
     if stream.get("missing"):
@@ -139,4 +140,4 @@ def stream_heading(name: str, stream: Mapping[str, Any] | None) -> str:
         return f"{name}: (empty)"
     size = f"{written:,} bytes" if isinstance(written, int) else f"{stream['kept']:,} bytes kept"
     cut = f", only the last {stream['kept']:,} kept" if stream.get("truncated") else ""
-    return f"{name}: {size}{cut}; its last {LEG_TAIL_LINES} lines at most"
+    return f"{name}: {size}{cut}, last {LEG_TAIL_LINES} lines:"
