@@ -195,3 +195,16 @@ def test_a_kernel_killed_before_its_first_leg_is_recorded_starts_the_attempt_aga
     assert "best window 25" in blobs.get_bytes(legs[1]["stdout_blob"]).decode()
     assert out["result"]["promotions"] == 1
     assert not agent_work_dir(root, run_id).exists(), "the resumed run removed its agent folder when it stopped"
+
+
+def test_an_abandoned_run_loses_its_agent_folder(tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    env = {**os.environ, "RATCHET_TEST_CRASH_AT": "after:job.finished:2"}
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                             env=env, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL
+    run_id = next((root / ".ratchet" / "runs").iterdir()).name
+    assert agent_work_dir(root, run_id).is_dir()
+    code, out, _ = ratchet("abandon", run_id, "--dir", str(root))
+    assert code == 0, out
+    assert not agent_work_dir(root, run_id).exists()
