@@ -168,6 +168,19 @@ def test_100_mb_of_output_is_capped_on_disk_and_costs_no_memory(work, jobs_dir):
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before < 30 * 1024
 
 
+def test_keep_end_leaves_the_last_bytes_of_an_output_over_its_cap_on_disk_and_counts_them_all(work, jobs_dir):
+    cap = 64 * 1024
+    loud = ("python3 -c 'import sys\nfor i in range(100000): print(i)\nprint(\"to stderr\", file=sys.stderr)'")
+    printed = "".join(f"{i}\n" for i in range(100000)).encode()
+    result = LocalExecutor(jobs_dir, 1, keep_end=True).run([spec("loud", loud, work, output_cap_bytes=cap)])[0]
+    assert result.state == "ok" and result.stdout_truncated and not result.stderr_truncated
+    assert (jobs_dir / "loud" / "stdout").read_bytes() == printed[-cap:]
+    assert (result.stdout_bytes, result.stderr_bytes) == (len(printed), len(b"to stderr\n"))
+    assert (jobs_dir / "loud" / "stderr").read_bytes() == b"to stderr\n"
+    head = LocalExecutor(jobs_dir, 1).run([spec("loud", loud, work, output_cap_bytes=cap)])[0]
+    assert (jobs_dir / "loud" / "stdout").read_bytes() == printed[:cap] and head.stdout_bytes == len(printed)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_the_operators_secrets_never_reach_a_job(work, jobs_dir, monkeypatch, mode):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret")

@@ -1,8 +1,11 @@
 """The command agent in real campaigns: `ratchet run` on the bundled agent example (a scripted
-coding agent driving the channel), killed mid-launch and resumed."""
+coding agent driving the channel), killed mid-launch or before a leg's record and resumed; each
+leg's command line and output kept as blobs of the run, shown by `ratchet report --attempt` and the
+HTML report, checked by `ratchet verify`; each run in an agent folder of its own."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -18,6 +21,7 @@ from repo_fixture import git
 
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.ledger.blobs import BlobStore
+from ratchet.loop.kernel import agent_work_dir
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 
@@ -59,6 +63,7 @@ def test_a_kernel_killed_mid_launch_resumes_without_running_a_launch_twice(tmp_p
                              env=env, timeout=300)
     assert crashed.returncode == -signal.SIGKILL
     run_id = next((root / ".ratchet" / "runs").iterdir()).name
+    assert (agent_work_dir(root, run_id) / "a0001" / "workspace" / ".ratchet-sys").is_dir()
     code, out, _ = ratchet("run", str(root), "--resume", run_id)
     assert code == 0, out
     evs = events(root, run_id)
@@ -69,4 +74,137 @@ def test_a_kernel_killed_mid_launch_resumes_without_running_a_launch_twice(tmp_p
     assert launch_jobs and all(starts[j] <= 2 for j in launch_jobs)
     wakes = [e for e in evs if e["kind"] == "agent.leg" and e["data"]["attempt"] == 1 and e["data"]["kind"] == "wake"]
     assert len(wakes) == 1, "the agent is woken once for its launch"
+    launched = [e for e in evs if e["kind"] == "agent.launched" and e["data"]["attempt"] == 1]
+    assert len(launched) == 1, "the resume found the run's own workspace (else the attempt starts again)"
     assert out["result"]["promotions"] == 1
+
+
+# --- each leg kept with the run and shown ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One real `ratchet run` of the agent example (read by the tests below, never changed)."""
+    root = agent_project(tmp_path_factory.mktemp("legs") / "p")
+    code, out, _ = ratchet("run", str(root))
+    assert code == 0, out
+    return root, out["result"]["run_id"]
+
+
+def leg_events(root: Path, run_id: str, attempt: int = 1) -> list[dict]:
+    return [e["data"] for e in events(root, run_id) if e["kind"] == "agent.leg" and e["data"]["attempt"] == attempt]
+
+
+def run_blobs(root: Path, run_id: str) -> BlobStore:
+    return BlobStore(root / ".ratchet" / "runs" / run_id / "blobs")
+
+
+def test_each_leg_of_a_real_run_keeps_its_command_line_and_what_the_bot_printed(demo_run):
+    root, run_id = demo_run
+    blobs = run_blobs(root, run_id)
+    start, wake = leg_events(root, run_id)[:2]
+    argv = json.loads(blobs.get_bytes(start["argv_blob"]))
+    assert argv[:2] == ["python3", "agent/bot.py"] and argv[2].endswith("/.ratchet-sys/prompt.md"), argv
+    printed = blobs.get_bytes(start["stdout_blob"]).decode()
+    assert printed.startswith("bot: read the prompt: # Ratchet"), printed  # bot.py's first print
+    assert start["stdout_bytes"] == len(printed.encode()) and start["stdout_truncated"] is False
+    assert blobs.get_bytes(start["stderr_blob"]) == b"" and start["stderr_bytes"] == 0
+    woke = blobs.get_bytes(wake["stdout_blob"]).decode()
+    assert re.search(r"^bot: results \[.*\]; best window 25$", woke, re.M), woke
+    assert start["exit_code"] == 0 and start["elapsed_s"] > 0
+
+
+def test_report_attempt_shows_each_leg_in_text_and_json(demo_run):
+    root, run_id = demo_run
+    code, out, _ = ratchet("report", run_id, "--dir", str(root), "--attempt", "1")
+    assert code == 0, out
+    legs = out["result"]["legs"]
+    assert [(leg["leg"], leg["kind"], leg["outcome"], leg["exit_code"]) for leg in legs] == [
+        (1, "start", "launch", 0), (2, "wake", "submit", 0)]
+    assert legs[0]["command"][:2] == ["python3", "agent/bot.py"]
+    assert [r["name"] for r in legs[0]["requests"]["launches"]] == ["explore"]
+    assert legs[0]["requests"]["sleep"]["note"].startswith("explore: SWEEP_INDEX 0 is window 9")
+    assert legs[1]["requests"]["submit"]["summary"] == "moving average, window 25"
+    assert legs[0]["stdout"]["tail"].startswith("bot: read the prompt:")
+    assert Path(legs[0]["stdout"]["file"]).is_file() and not legs[0]["stdout"]["truncated"]
+    text = subprocess.run([sys.executable, "-m", "ratchet", "report", run_id, "--dir", str(root), "--attempt", "1"],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "leg 1 start -> launch; ok, exit 0" in text, text
+    assert "command: python3 agent/bot.py /" in text
+    assert "launch explore x2 (2 min): python3 model/explore.py" in text
+    assert "submit: moving average, window 25" in text
+    assert re.search(r"^\s+\| bot: results \[.*best window 25$", text, re.M), text
+
+
+def test_the_html_report_folds_each_leg_with_the_end_of_its_output(demo_run):
+    root, run_id = demo_run
+    code, out, _ = ratchet("report", run_id, "--dir", str(root), "--html")
+    assert code == 0, out
+    page = (root / ".ratchet" / "runs" / run_id / "report.html").read_text()
+    assert "<summary>leg 1 start -&gt; launch; ok, exit 0" in page
+    assert "<pre>bot: read the prompt:" in page and "best window 25" in page
+
+
+def test_verify_flags_a_deleted_leg_output_blob(demo_run, tmp_path: Path):
+    source, run_id = demo_run
+    root = tmp_path / "copy"
+    shutil.copytree(source, root, symlinks=True)
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 0, out
+    wake = leg_events(root, run_id)[1]
+    run_blobs(root, run_id).path_of(wake["stdout_blob"]).unlink()
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 3, out
+    found = [f for f in out["result"]["findings"] if f["code"] == "verify.blob"]
+    assert found and all(f"data.stdout_blob = {wake['stdout_blob']}" in f["message"] for f in found), found
+    code, out, _ = ratchet("report", run_id, "--dir", str(root), "--attempt", "1")
+    assert code == 0 and out["result"]["legs"][1]["stdout"]["missing"] is True
+
+
+def test_two_runs_of_a_project_work_in_folders_of_their_own_removed_when_they_stop(tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    workspaces = {}
+    for _ in range(2):
+        code, out, _ = ratchet("run", str(root))
+        assert code == 0, out
+        run_id = out["result"]["run_id"]
+        argv = json.loads(run_blobs(root, run_id).get_bytes(leg_events(root, run_id)[0]["argv_blob"]))
+        workspaces[run_id] = Path(argv[2]).parents[1]  # <agent dir>/a0001/workspace/.ratchet-sys/prompt.md
+        assert workspaces[run_id].parent.parent == agent_work_dir(root, run_id)
+        assert not agent_work_dir(root, run_id).exists(), "a stopped run's agent folder is removed"
+    first, second = workspaces.values()
+    assert first != second and not first.is_relative_to(second.parents[1])
+
+
+def test_a_kernel_killed_before_its_first_leg_is_recorded_starts_the_attempt_again_and_keeps_every_leg(
+        tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    env = {**os.environ, "RATCHET_TEST_CRASH_AT": "before:agent.leg:1"}  # the start leg ran, its record not written
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                             env=env, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL
+    run_id = next((root / ".ratchet" / "runs").iterdir()).name
+    assert (agent_work_dir(root, run_id) / "a0001" / "workspace" / ".ratchet-sys").is_dir(), \
+        "a crashed run keeps its agent folder"
+    code, out, _ = ratchet("run", str(root), "--resume", run_id)
+    assert code == 0, out
+    legs = leg_events(root, run_id)
+    assert [(leg["leg"], leg["kind"], leg["outcome"]) for leg in legs] == [
+        (1, "start", "launch"), (2, "wake", "submit")]
+    blobs = run_blobs(root, run_id)
+    assert blobs.get_bytes(legs[0]["stdout_blob"]).decode().startswith("bot: read the prompt:")
+    assert "best window 25" in blobs.get_bytes(legs[1]["stdout_blob"]).decode()
+    assert out["result"]["promotions"] == 1
+    assert not agent_work_dir(root, run_id).exists(), "the resumed run removed its agent folder when it stopped"
+
+
+def test_an_abandoned_run_loses_its_agent_folder(tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    env = {**os.environ, "RATCHET_TEST_CRASH_AT": "after:job.finished:2"}
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                             env=env, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL
+    run_id = next((root / ".ratchet" / "runs").iterdir()).name
+    assert agent_work_dir(root, run_id).is_dir()
+    code, out, _ = ratchet("abandon", run_id, "--dir", str(root))
+    assert code == 0, out
+    assert not agent_work_dir(root, run_id).exists()

@@ -79,10 +79,11 @@ def test_the_kernel_owns_a_local_executor_for_agents_whatever_the_backend_and_cl
         assert not kernel.agent_executor.jobs_outlive_kernel and kernel.agent_executor.external_ids_are_pids
         (result,) = run_jobs(kernel.agent_executor, [leg])
         assert (result.state, result.stdout_tail) == ("ok", "leg\n")
-        assert result.stdout_path == agent_work_dir(loaded.root) / AGENT_JOBS_DIR / leg.job_id / "stdout"
+        assert result.stdout_path == kernel.agent_dir / AGENT_JOBS_DIR / leg.job_id / "stdout"
+        assert kernel.agent_dir == agent_work_dir(loaded.root, kernel.run.run_id)
     finally:
         kernel.close()
-        shutil.rmtree(agent_work_dir(loaded.root), ignore_errors=True)
+        shutil.rmtree(agent_work_dir(loaded.root, kernel.run.run_id), ignore_errors=True)
     with pytest.raises(RatchetError) as closed:
         kernel.agent_executor.submit([leg])
     assert closed.value.code == "compute.closed"

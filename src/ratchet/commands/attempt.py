@@ -1,7 +1,8 @@
 """`ratchet report RUN --attempt N`: one attempt as the ledger and the repository keep it: the
 agent's report, the candidate's diff against the champion (its blob, or git when a run predates
-diff blobs), the verdicts of its trial and confirmation with their figures, its promotion, and
-whether its tree is still in the repository (kept by `refs/ratchet/<run_id>/attempts/<n>`).
+diff blobs), the verdicts of its trial and confirmation with their figures, its promotion, whether
+its tree is still in the repository (kept by `refs/ratchet/<run_id>/attempts/<n>`), and a command
+agent's legs (`present.report.legs`: command, exit, seconds, tokens, requests, the end of its output).
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ratchet.core.errors import DataError, RatchetError
-from ratchet.core.payloads import AttemptSubmitted, ChampionPromoted, RunStarted, TrialJudged, given
+from ratchet.core.errors import DataError, LedgerError, RatchetError
+from ratchet.core.payloads import AgentLeg, AttemptSubmitted, ChampionPromoted, RunStarted, TrialJudged, given
 from ratchet.core.state import fold
 from ratchet.ledger.blobs import BlobStore
 from ratchet.loop.audit_trail import attempt_ref
+from ratchet.present.report.legs import leg_views
 from ratchet.present.status import attempt_row
 from ratchet.workspace.git import Git
 
@@ -24,8 +26,10 @@ FIGURES = ("verdict", "reason", "reason_text", "estimate", "interval", "p_value"
 
 def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[str, Any]:
     """{"run_id", "attempt", "summary", "tree", "ref", "ref_commit", "tree_present", "report", "diff",
-    "verdict", "reason", "stages": {stage: figures}, "promotion", "gave_up"}. Raises DataError
-    `run.*` and `attempt.not_found`, LedgerError for a damaged ledger or blob."""
+    "verdict", "reason", "stages": {stage: figures}, "promotion", "gave_up", "legs"} (`legs`: a
+    command agent's legs as `present.report.legs.leg_views` gives them, [] for other agents). Raises
+    DataError `run.*` and `attempt.not_found`, LedgerError for a damaged ledger or a damaged report or
+    diff blob (a leg's missing output blob is shown as missing)."""
     from ratchet.commands.runs import find_run, read_run
 
     run = find_run(project_root, run_id)
@@ -60,7 +64,21 @@ def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[
         "promotion": {k: getattr(promotion, k) for k in ("commit", "tree", "estimate", "interval", "branch")}
         if promotion else None,
         "gave_up": row_state.gave_up,
+        "legs": attempt_legs(blobs, payloads, number),
     }
+
+
+def attempt_legs(blobs: BlobStore, payloads: list[Any], number: int) -> list[dict[str, Any]]:
+    """The legs of attempt `number` among the run's event `payloads` (`leg_views`), their blobs read
+    from `blobs` (one that cannot be read is shown as missing)."""
+    def read(digest: str) -> bytes | None:
+        try:
+            return blobs.get_bytes(digest)
+        except LedgerError:
+            return None
+
+    legs = [p for p in payloads if isinstance(p, AgentLeg) and p.attempt == number]
+    return leg_views(legs, read, lambda digest: str(blobs.path_of(digest)))
 
 
 def _git(project_root: Path) -> Git | None:

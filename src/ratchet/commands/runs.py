@@ -200,7 +200,7 @@ def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
     data = ReportData(
         status=r["status"], campaign=r["campaign"], gate=r["gate"], target=r["target"],
         promotions=r["promotions"], splits=r["splits"], timeline=budget_timeline(r["events"]),
-        details=_attempt_details(run, r["state"], r["promotions"]), events=len(r["events"]),
+        details=_attempt_details(run, r["state"], r["promotions"], r["events"]), events=len(r["events"]),
         warnings=r["skew_warnings"],
     )
     path = run.root / HTML_REPORT_NAME
@@ -208,9 +208,12 @@ def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
     return path
 
 
-def _attempt_details(run: RunDir, state: RunState, promotions: list[ChampionPromoted]) -> dict[int, AttemptDetail]:
-    """attempt -> AttemptDetail: the submitted report (its blob) and the diff from the champion of
-    its time to its candidate (git); a missing blob or tree object is said, never fatal."""
+def _attempt_details(run: RunDir, state: RunState, promotions: list[ChampionPromoted], events: list[Any]
+                     ) -> dict[int, AttemptDetail]:
+    """attempt -> AttemptDetail: the submitted report (its blob), the diff from the champion of its
+    time to its candidate (git) and a command agent's legs (from `events`, the run's ledger); a
+    missing blob or tree object is said, never fatal."""
+    from ratchet.commands.attempt import attempt_legs
     from ratchet.ledger.blobs import BlobStore
     from ratchet.workspace.git import Git
 
@@ -221,6 +224,7 @@ def _attempt_details(run: RunDir, state: RunState, promotions: list[ChampionProm
     except RatchetError:
         git = None
     details = {}
+    payloads = [e.payload for e in events]
     for a in state.attempts:
         report = None
         if a.report_blob:
@@ -239,5 +243,6 @@ def _attempt_details(run: RunDir, state: RunState, promotions: list[ChampionProm
                 note = None if diff else "none: the candidate's tree equals the champion's"
             except RatchetError:
                 note = "the trees are not in this repository any more (git gc, or a moved run)"
-        details[a.attempt] = AttemptDetail(report=report, diff=diff, diff_note=note)
+        details[a.attempt] = AttemptDetail(report=report, diff=diff, diff_note=note,
+                                           legs=tuple(attempt_legs(blobs, payloads, a.attempt)))
     return details

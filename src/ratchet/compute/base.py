@@ -102,7 +102,8 @@ class JobResult:
     was hit. reason: one line a user can act on ("exit code 1", "timed out after 5.0 s", ...).
     stdout_path: the file holding the (capped) stdout. external_id: the pid or the scheduler's job
     id. scheduler_state: the scheduler's own word for how the job ended (`OUT_OF_MEMORY`,
-    `NODE_FAIL`...), None for local jobs.
+    `NODE_FAIL`...), None for local jobs. stdout_bytes/stderr_bytes: bytes the job wrote to each
+    stream, cap or not (None when not counted: a Slurm job, a job never started).
     """
 
     job_id: str
@@ -119,6 +120,8 @@ class JobResult:
     stdout_path: Path | None = None
     external_id: str | None = None
     scheduler_state: str | None = None
+    stdout_bytes: int | None = None
+    stderr_bytes: int | None = None
 
 
 OnResult = Callable[[JobResult], None]

@@ -51,7 +51,9 @@ def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None 
 
 def make_agent_executor(jobs_dir: Path) -> Executor:
     """The executor of an agent's own processes (a command agent's legs): local, one job at a time,
-    whatever `compute.backend` (an agent talks to the kernel through files on this machine)."""
+    whatever `compute.backend` (an agent talks to the kernel through files on this machine). An
+    output over its job's `output_cap_bytes` keeps its end on disk (a CLI's last lines say how its
+    leg ended)."""
     from ratchet.compute.local import LocalExecutor
 
-    return LocalExecutor(jobs_dir, 1)
+    return LocalExecutor(jobs_dir, 1, keep_end=True)

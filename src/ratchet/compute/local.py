@@ -78,6 +78,8 @@ class LocalExecutor:
     pid_dir: where running jobs are recorded for `pids.kill_recorded` (None: not recorded).
     gpus: the devices (`compute.gpus`) handed to jobs asking `resources.gpus`: each such job waits
     for its own devices, sees them in CUDA_VISIBLE_DEVICES and gets /dev/nvidia* in its sandbox.
+    keep_end: an output over its cap keeps its last `output_cap_bytes` on disk instead of its first
+    (streams.CappedOutput; the agent executor's legs, whose end says how they ended).
     `cancel()` with no ids is final: once called, every later batch ends all cancelled ("not
     started").
     """
@@ -87,7 +89,7 @@ class LocalExecutor:
     external_ids_are_pids = True
 
     def __init__(self, jobs_dir: Path, max_parallel: int, pid_dir: Path | None = None,
-                 gpus: Sequence[str | int] = ()):
+                 gpus: Sequence[str | int] = (), keep_end: bool = False):
         if max_parallel < 1:
             raise RatchetError(
                 "compute.max_parallel", f"compute.max_parallel is {max_parallel}; it must be >= 1"
@@ -96,6 +98,7 @@ class LocalExecutor:
         self.max_parallel = max_parallel
         self.pid_dir = Path(pid_dir) if pid_dir is not None else None
         self.gpu_pool = GpuPool(gpus)
+        self.keep_end = keep_end
         self._cancelled = False
         self._cancel_ids: set[str] = set()
         self._closed = False
@@ -266,8 +269,8 @@ class LocalExecutor:
                 devices=gpu_device_nodes() if spec.resources.gpus else (),
             )
         outputs = (
-            CappedOutput(files.stdout, spec.output_cap_bytes),
-            CappedOutput(files.stderr, spec.output_cap_bytes),
+            CappedOutput(files.stdout, spec.output_cap_bytes, self.keep_end),
+            CappedOutput(files.stderr, spec.output_cap_bytes, self.keep_end),
         )
         try:
             link = ExecutorLink(self.pid_dir, self._wake_r, self.is_cancelled)

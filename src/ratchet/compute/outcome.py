@@ -66,7 +66,7 @@ def make_result(
     outputs: tuple[CappedOutput, CappedOutput],
     reason: str,
 ) -> JobResult:
-    """The JobResult of a job that ran (stdout/stderr tails and truncation from `outputs`)."""
+    """The JobResult of a job that ran (stdout/stderr tails, truncation and byte counts from `outputs`)."""
     out, err = outputs
     return JobResult(
         job_id=spec.job_id,
@@ -81,6 +81,8 @@ def make_result(
         stderr_truncated=err.truncated,
         reason=reason,
         stdout_path=out.path,
+        stdout_bytes=out.seen,
+        stderr_bytes=err.seen,
     )
 
 

@@ -18,19 +18,27 @@ READ_CHUNK_BYTES = 64 * 1024
 
 class CappedOutput:
     """One output stream of a job, written to `path` (created with O_EXCL|O_NOFOLLOW): at most
-    `cap` bytes reach the file, the rest is read and dropped; the last TAIL_BYTES are kept."""
+    `cap` bytes reach the file, the rest is read and dropped; the last TAIL_BYTES are kept.
 
-    def __init__(self, path: Path, cap: int):
+    keep_end: when the stream outgrows `cap`, the file ends up holding its last `cap` bytes instead
+    of its first (the end is kept in memory, at most `cap` bytes, and written over the file at
+    `close`). `seen`: bytes the job wrote to the stream; `truncated`: seen > cap.
+    """
+
+    def __init__(self, path: Path, cap: int, keep_end: bool = False):
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         self.path = path
         self._fd = os.open(path, flags, 0o644)
         self._cap = max(0, cap)
         self.written = 0
+        self.seen = 0
         self.truncated = False
         self._tail = bytearray()
+        self._end = bytearray() if keep_end else None
 
     def feed(self, data: bytes) -> None:
         """Account for `data` read from the job: write what fits under the cap, keep the tail."""
+        self.seen += len(data)
         room = self._cap - self.written
         if room > 0:
             view = memoryview(data)[:room]
@@ -39,6 +47,9 @@ class CappedOutput:
             self.written += min(room, len(data))
         if len(data) > max(room, 0):
             self.truncated = True
+        if self._end is not None:
+            self._end += data
+            del self._end[: max(0, len(self._end) - self._cap)]
         self._tail += data[-TAIL_BYTES:]
         del self._tail[:-TAIL_BYTES]
 
@@ -47,8 +58,16 @@ class CappedOutput:
         return bytes(self._tail).decode("utf-8", "replace")
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
+        """Close the file (idempotent); with keep_end, a stream over the cap is first replaced by
+        its last `cap` bytes."""
         if self._fd >= 0:
+            if self._end is not None and self.truncated:
+                os.ftruncate(self._fd, 0)
+                view = memoryview(bytes(self._end))
+                offset = 0
+                while offset < len(view):
+                    offset += os.pwrite(self._fd, view[offset:], offset)
+                self.written = len(view)
             os.close(self._fd)
             self._fd = -1
 

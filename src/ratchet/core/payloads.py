@@ -146,7 +146,7 @@ class AgentLaunched(Payload, frozen=True, kw_only=True):
 
 class AgentLeg(Payload, frozen=True, kw_only=True):
     """a command agent's CLI ran one leg (data.kind start|wake|nudge, data.outcome, its prompt or wake
-    message and requests as blobs, seconds, tokens where the CLI reported them)"""
+    message, requests, command line and output as blobs, seconds, tokens where the CLI reported them)"""
 
     kind: ClassVar[EventKind] = "agent.leg"
     attempt: int
@@ -163,6 +163,22 @@ class AgentLeg(Payload, frozen=True, kw_only=True):
     elapsed_s: Number | None = None
     session_id: str | None = None
     tokens: dict[str, Json] | None = None
+    argv_blob: str | None | UnsetType = UNSET
+    """The CLI's command line as run (a JSON list of strings, placeholders replaced); None: the leg
+    never got that far (a channel refused before it ran); UNSET in runs recorded before it was."""
+    stdout_blob: str | None | UnsetType = UNSET
+    """The end of the leg's stdout: its last LEG_OUTPUT_CAP_BYTES bytes (agents.command.limits) as
+    written; None when no output file was left (the process never started)."""
+    stderr_blob: str | None | UnsetType = UNSET
+    """The same for stderr."""
+    stdout_bytes: int | None | UnsetType = UNSET
+    """Bytes the CLI wrote to stdout in the leg (the blob holds all of them when not truncated)."""
+    stderr_bytes: int | None | UnsetType = UNSET
+    """Bytes the CLI wrote to stderr in the leg."""
+    stdout_truncated: bool | UnsetType = UNSET
+    """The leg wrote more to stdout than the cap: its blob holds only the end."""
+    stderr_truncated: bool | UnsetType = UNSET
+    """The same for stderr."""
 
 
 class AgentHarvested(Payload, frozen=True, kw_only=True):

@@ -15,7 +15,7 @@ from ratchet.compute.base import JobResult, JobSpec, run_jobs
 from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
 from ratchet.core.contract import Contract
 from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, RunStarted, TrialJudged
-from ratchet.loop.kernel import Kernel, agent_work_dir
+from ratchet.loop.kernel import Kernel
 from ratchet.targets.examples import Example, ExampleData
 from ratchet.workspace.git import Git
 
@@ -42,6 +42,10 @@ class AgentLink:
         if self.kernel is None:
             raise RuntimeError("the agent recorded before the run's kernel was open")
         return self.kernel
+
+    def work_dir(self) -> Path:
+        """The run's own agent work directory (`Kernel.agent_dir`), outside the project."""
+        return self._k().agent_dir
 
     def put_bytes(self, data: bytes) -> str:
         """Store bytes as a blob of the run; returns its digest."""
@@ -88,7 +92,7 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         from ratchet.agents.command.factory import build_command_agent
 
         dev = [{"input": ex.input, "expected_output": ex.expected_output} for ex in data.split.dev] if data else None
-        return build_command_agent(contract, root, git, agent_work_dir(root), link.put_bytes, link.record, link.run_job,
+        return build_command_agent(contract, root, git, link.work_dir, link.put_bytes, link.record, link.run_job,
                                    dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left)
     if kind == "llm":
         return _llm_agent(contract, root, view, link, data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -56,16 +57,30 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that stop a run cleanly: jobs killed, stop reason `interrupted`, exit 130, resumable."""
 
 AGENTS_TMP = "ratchet-agents"
-"""Under the system's temporary directory: command agents' workspaces and legs, one folder per project."""
+"""Under the system's temporary directory: command agents' workspaces and legs, one folder per run
+(`<project digest>/<run_id>/`)."""
 
 AGENT_JOBS_DIR = "legs"
-"""Under a project's agent work directory: `<job_id>/` of each job the agent executor ran (a
-command agent's legs)."""
+"""Under a run's agent work directory: `<job_id>/` of each job the agent executor ran (a command
+agent's legs)."""
 
 
-def agent_work_dir(root: Path) -> Path:
-    """Where a project's command agents work: outside the project, the same across a resume."""
-    return Path(tempfile.gettempdir()) / AGENTS_TMP / digest(str(root.resolve()))[7:23]
+def agent_work_dir(root: Path, run_id: str) -> Path:
+    """Where run `run_id` of the project at `root` has its command agent work: outside the project,
+    the run's own (no other run of the project, concurrent or later, uses it), the same across a
+    resume. Removed when the run stops for good (`Kernel.close`, `loop.life.abandon`)."""
+    return Path(tempfile.gettempdir()) / AGENTS_TMP / digest(str(root.resolve()))[7:23] / run_id
+
+
+def remove_agent_work_dir(root: Path, run_id: str) -> None:
+    """Remove run `run_id`'s agent work directory (`agent_work_dir`) and its project's folder once
+    empty; nothing when there is none."""
+    where = agent_work_dir(root, run_id)
+    shutil.rmtree(where, ignore_errors=True)
+    try:
+        where.parent.rmdir()
+    except OSError:
+        pass  # another run of the project still has its folder there (or it is gone already)
 
 
 def utc_now() -> dt.datetime:
@@ -78,7 +93,7 @@ class Kernel:
     """An open run: holds the lock until `close()`. `record` appends one ledger event (and keeps
     the SQLite index in step); `state()` folds the ledger. `executor` runs the target's jobs on
     `compute.backend`; `agent_executor` runs an agent's own processes (a command agent's legs) one
-    at a time on this machine, whatever the backend."""
+    at a time on this machine, whatever the backend, in the run's `agent_dir`."""
 
     loaded: LoadedContract
     run: RunDir
@@ -105,6 +120,11 @@ class Kernel:
     def contract(self) -> Contract:
         """The run's contract."""
         return self.loaded.contract
+
+    @property
+    def agent_dir(self) -> Path:
+        """The run's own agent work directory (`agent_work_dir`): a command agent's workspaces and legs."""
+        return agent_work_dir(self.loaded.root, self.run.run_id)
 
     def record(self, payload: Payload) -> Event:
         """Append one event of `payload`'s kind (fsynced) and apply it to the index; an event of
@@ -196,15 +216,21 @@ class Kernel:
             self._old_handlers[sig] = signal.signal(sig, handler)
 
     def close(self) -> None:
-        """Restore the stop signals' handlers, close the log, index and executors, release the lock."""
+        """Restore the stop signals' handlers, close the log, index and executors, remove the
+        run's agent work directory when the run stopped for good (an interrupted or crashed run
+        keeps it for its resume), release the lock."""
         for sig, old in self._old_handlers.items():
             signal.signal(sig, old)
         self._old_handlers.clear()
         self.executor.close()
         self.agent_executor.close()
-        self.index.close()
-        self.log.close()
-        self.lock.release()
+        try:
+            if self.state().state == "stopped":
+                remove_agent_work_dir(self.loaded.root, self.run.run_id)
+        finally:
+            self.index.close()
+            self.log.close()
+            self.lock.release()
 
 
 def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLog, clock: Clock = utc_now) -> Kernel:
@@ -219,7 +245,7 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     cache = MeasurementCache(loaded.root / RATCHET_DIR / "cache") if contract.target.cache else None
     index = Index(run.index)
     index.sync(log.events)
-    agent_executor = make_agent_executor(agent_work_dir(loaded.root) / AGENT_JOBS_DIR)
+    agent_executor = make_agent_executor(agent_work_dir(loaded.root, run.run_id) / AGENT_JOBS_DIR)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor, agent_executor,
                   sandbox_spec(contract.sandbox, mode), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))

@@ -38,7 +38,7 @@ from ratchet.ledger.index import Index
 from ratchet.ledger.lock import acquire_lock, is_locked
 from ratchet.ledger.rundir import ONE_SHOT_MODES, RunDir, list_runs, new_run_id, open_run
 from ratchet.loop.audit_trail import versions
-from ratchet.loop.kernel import SALT_ENV, Clock, Kernel, open_kernel, utc_now
+from ratchet.loop.kernel import SALT_ENV, Clock, Kernel, open_kernel, remove_agent_work_dir, utc_now
 from ratchet.loop.measure import Interrupted
 from ratchet.targets.base import Target
 from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
@@ -351,8 +351,9 @@ def abandon(project_root: Path, run_id: str) -> Abandoned:
     """Close unfinished run `run_id` of the project at `project_root` for good: take its lock (a run
     another process is writing is refused), repair a torn last line (`ledger.repaired`), kill job
     processes a dead kernel left behind and append `run.abandoned` {pid, reason}: the run's state
-    becomes `stopped`, stop reason `abandoned`. Nothing is deleted. The contract is not read (a
-    changed contract is what an abandon is for).
+    becomes `stopped`, stop reason `abandoned`. Nothing of the run directory is deleted; the run's
+    agent work directory outside the project (`kernel.agent_work_dir`: workspaces nobody will resume)
+    is. The contract is not read (a changed contract is what an abandon is for).
 
     Raises DataError `run.bad_id` / `run.not_found` / `run.not_started` / `run.finished` (already
     stopped: nothing to abandon), LedgerError `ledger.locked` (a kernel is running it: stop it
@@ -377,6 +378,7 @@ def abandon(project_root: Path, run_id: str) -> Abandoned:
             log.append(RunAbandoned.kind, data, utc_now())
         finally:
             log.close()
+        remove_agent_work_dir(run.project_root, run.run_id)
         try:
             with Index(run.index) as index:
                 index.sync(list(log.events))

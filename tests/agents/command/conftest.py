@@ -118,7 +118,7 @@ def agent_project(tmp_path: Path) -> Iterator[AgentProject]:
     git(root, "commit", "-qm", "baseline")
     work = tmp_path / "work"
     work.mkdir()
-    with LocalExecutor(work / "legs", 1) as legs:
+    with LocalExecutor(work / "legs", 1, keep_end=True) as legs:  # as compute.factory.make_agent_executor
         yield AgentProject(root, work, Git(root), legs)
 
 

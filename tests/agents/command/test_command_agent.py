@@ -3,12 +3,14 @@ end to end, and hostile agents each contained with a clear record."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
 from ratchet.agents.base import GiveUp, Launch, Submit
+from ratchet.agents.command.limits import LEG_OUTPUT_CAP_BYTES
 from ratchet.core.errors import SandboxError
 from ratchet.workspace.scope import check_scope
 
@@ -121,12 +123,16 @@ def test_an_agent_sees_only_the_passed_variables_of_the_operators_environment(ag
 def test_a_channel_replaced_by_a_symlink_ends_the_attempt_not_the_campaign(agent_project, write_script,
                                                                             tmp_path):
     p = agent_project
-    body = f"{TOOL} launch --name a -- true\nrm -rf .ratchet-sys\nmkdir -p /tmp/x\nln -s /tmp/x .ratchet-sys\n"
+    body = (f"{TOOL} launch --name a -- true\nrm -rf .ratchet-sys\nmkdir -p /tmp/x\nln -s /tmp/x .ratchet-sys\n"
+            "echo swapped the channel for a symlink\n")
     p.set_agent("sh " + write_script(p.root, "swap.sh", body))
     action = p.agent().start(p.context())
     assert isinstance(action, GiveUp) and not action.stops_campaign
     assert "symlink" in action.reason
-    assert p.recorder.legs()[-1]["outcome"] == "channel_refused"
+    leg = p.recorder.legs()[-1]
+    assert leg["outcome"] == "channel_refused"
+    assert p.recorder.text(leg["stdout_blob"]).endswith("swapped the channel for a symlink\n"), \
+        "the refused leg's output is kept"
 
 
 def test_requests_refused_by_the_kernel_are_named_in_the_next_wake(agent_project, write_script):
@@ -169,3 +175,47 @@ def test_a_restarted_kernel_resumes_mid_launch_and_wakes_the_agent_once(agent_pr
 
 def test_nothing_to_resume_before_a_leg_was_recorded(agent_project):
     assert not agent_project.agent().resume(agent_project.context(), [], lambda d: b"")
+
+
+def test_each_leg_records_its_command_line_and_its_output_as_blobs(agent_project, write_script):
+    p = agent_project
+    body = f"echo thinking\necho 'a warning' >&2\n{TOOL} submit --report 'done'\necho after the submit\n"
+    p.set_agent("sh " + write_script(p.root, "talk.sh", body) + " {prompt}")
+    action = p.agent().start(p.context())
+    assert isinstance(action, Submit)
+    (leg,) = p.recorder.legs()
+    argv = json.loads(p.recorder.blobs[leg["argv_blob"]])
+    assert argv[:2] == ["sh", "agent/talk.sh"] and argv[2].endswith("/.ratchet-sys/prompt.md")
+    out = p.recorder.text(leg["stdout_blob"])
+    assert out.startswith("thinking\n") and out.endswith("after the submit\n")
+    assert p.recorder.text(leg["stderr_blob"]) == "a warning\n"
+    assert (leg["stdout_bytes"], leg["stderr_bytes"]) == (len(out.encode()), len(b"a warning\n"))
+    assert leg["stdout_truncated"] is False and leg["stderr_truncated"] is False
+
+
+def test_a_leg_printing_more_than_the_cap_keeps_the_end_and_says_it_was_cut(agent_project, write_script):
+    p = agent_project
+    body = f"seq 1 100000\n{TOOL} submit --report 'loud'\necho LAST LINE\n"
+    p.set_agent("sh " + write_script(p.root, "loud.sh", body))
+    assert isinstance(p.agent().start(p.context()), Submit)
+    (leg,) = p.recorder.legs()
+    kept = p.recorder.blobs[leg["stdout_blob"]]
+    numbers = "".join(f"{i}\n" for i in range(1, 100001)).encode()
+    assert len(kept) == LEG_OUTPUT_CAP_BYTES and kept.endswith(b"\nLAST LINE\n")
+    assert leg["stdout_truncated"] is True and leg["stdout_bytes"] > len(numbers) > LEG_OUTPUT_CAP_BYTES
+    after_numbers = leg["stdout_bytes"] - len(numbers)  # what the tool said, then LAST LINE
+    stream = numbers + kept[-after_numbers:]
+    assert kept == stream[-LEG_OUTPUT_CAP_BYTES:], "the blob is the stream's last bytes, contiguous"
+    assert leg["stderr_truncated"] is False and p.recorder.blobs[leg["stderr_blob"]] == b""
+
+
+def test_a_missing_binary_leaves_its_error_in_the_legs_record(agent_project):
+    p = agent_project
+    p.set_agent("no-such-agent-cli {prompt}")
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp)
+    legs = p.recorder.legs()
+    assert [leg["outcome"] for leg in legs] == ["none", "none"]
+    assert all(leg["exit_code"] != 0 for leg in legs)
+    assert "no-such-agent-cli" in p.recorder.text(legs[0]["stderr_blob"])
+    assert json.loads(p.recorder.blobs[legs[0]["argv_blob"]])[0] == "no-such-agent-cli"

@@ -18,8 +18,9 @@ with all its descendants at the leg's time limit or when it exits. Without a wor
 agent is refused (SandboxError, exit 2).
 
 Records go through two callbacks, never to the ledger directly: `record_blob(bytes) -> digest` for
-prompts, wake messages and requests; `record(payload)` for `agent.leg` and `agent.harvested`.
-Legs run through a third, `run_job(spec) -> JobResult`.
+prompts, wake messages, requests, and each leg's command line and output (`output.py`: the end of
+its stdout and stderr, kept even when the channel is refused); `record(payload)` for `agent.leg`
+and `agent.harvested`. Legs run through a third, `run_job(spec) -> JobResult`.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ from ratchet.agents.command.artifacts import RESULTS_DIR, deliver_artifacts
 from ratchet.agents.command.channel import Channel, ChannelError
 from ratchet.agents.command.limits import (
     CHANNEL_DIR,
+    LEG_OUTPUT_CAP_BYTES,
     MAX_SLEEPS_PER_ATTEMPT,
     NUDGES_PER_ATTEMPT,
     TOOL_NAME,
 )
 from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake_text
+from ratchet.agents.command.output import LegOutput, output_fields, read_leg_output
 from ratchet.agents.command.requests import LaunchRequest, LegRequests, read_leg
 from ratchet.agents.command.template import read_cli_report, render_argv
 from ratchet.agents.command.workspace import ScopeRules, create_workspace, harvest
@@ -96,16 +99,25 @@ TOOL_SOURCE = Path(__file__).with_name("tool.py")
 @dataclass(frozen=True)
 class CommandSetup:
     """What the kernel hands a command agent. config: `[agent.command]`. project: the project's
-    Git (objects of candidate trees go there). rules: the scope. work_dir: a kernel-owned directory
-    outside the project (`a0001/` workspaces go there). task: what the prompt
-    says. dev_examples: an examples target's dev split (JSON-ready values), None otherwise."""
+    Git (objects of candidate trees go there). rules: the scope. work_dir: returns a kernel-owned
+    directory outside the project, the run's own (`a0001/` workspaces go there; asked at each start
+    and resume, as the run is known only once its kernel is open). task: what the prompt says.
+    dev_examples: an examples target's dev split (JSON-ready values), None otherwise."""
 
     config: CommandAgentConfig
     project: Any
     rules: ScopeRules
-    work_dir: Path
+    work_dir: Callable[[], Path]
     task: TaskView
     dev_examples: Sequence[Any] | None = None
+
+
+@dataclass(frozen=True)
+class _LegRun:
+    """How far one leg got: its command line as run and how its process ended (None: not reached)."""
+
+    argv: tuple[str, ...] | None = None
+    result: JobResult | None = None
 
 
 @dataclass
@@ -161,7 +173,7 @@ class CommandAgent(Agent):
     def start(self, ctx: AgentContext) -> Action:
         """Seed a fresh workspace for `ctx.attempt` (an earlier one at the same path is replaced),
         write the prompt and run the first leg."""
-        base = self.setup.work_dir / f"a{ctx.attempt:04d}"
+        base = self.setup.work_dir() / f"a{ctx.attempt:04d}"
         if base.exists():
             shutil.rmtree(base)
         base.mkdir(parents=True)
@@ -189,7 +201,7 @@ class CommandAgent(Agent):
         the last recorded leg ended in launches and the workspace is still there: the loop then
         runs those launches (reusing finished jobs) and calls `wake` once. False otherwise: the loop
         calls `start` (the attempt begins again in a fresh workspace)."""
-        workspace = self.setup.work_dir / f"a{ctx.attempt:04d}" / "workspace"
+        workspace = self.setup.work_dir() / f"a{ctx.attempt:04d}" / "workspace"
         if not legs or legs[-1].outcome != "launch" or not (workspace / CHANNEL_DIR).is_dir():
             return False
         att = _Attempt(ctx.attempt, workspace.resolve(), legs=len(legs), history=ctx.history)
@@ -219,17 +231,20 @@ class CommandAgent(Agent):
         att = self._current(ctx)
         att.legs += 1
         name = PROMPT_FILE if kind == "start" else WAKE_FILE
+        run = _LegRun()
         try:
             self._prepare_channel(att, name, message)
-            result = self._run_cli(att, kind, name, message)
+            spec = self._leg_spec(att, kind, name, message)
+            run = _LegRun(spec.argv, self.run_job(spec))
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
-        except ChannelError as exc:
-            self._record_leg(att, kind, message, None, None, "channel_refused", exc.message)
+        except ChannelError as exc:  # the leg's output is kept all the same: it says what the agent did
+            self._record_leg(att, kind, message, run, None, "channel_refused", exc.message)
             return GiveUp(f"the channel was refused: {exc.message}", stops_campaign=False)
+        assert run.result is not None
         outcome: LegOutcome = "submit" if requests.submit else "launch" if requests.launches else "none"
-        self._record_leg(att, kind, message, result, requests, outcome, None)
-        return self._decide(ctx, att, requests, result)
+        self._record_leg(att, kind, message, run, requests, outcome, None)
+        return self._decide(ctx, att, requests, run.result)
 
     def _prepare_channel(self, att: _Attempt, name: str, message: str) -> None:
         """Refresh the tool and write the message and the state files `ratchet-sys` reads."""
@@ -253,8 +268,9 @@ class CommandAgent(Agent):
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None
 
-    def _run_cli(self, att: _Attempt, kind: LegKind, name: str, message: str) -> JobResult:
-        """Run the CLI for one leg and wait for its process to end."""
+    def _leg_spec(self, att: _Attempt, kind: LegKind, name: str, message: str) -> JobSpec:
+        """The job that runs the CLI for one leg: its argv rendered from the template, its limit,
+        its sandbox; stdout and stderr each capped at LEG_OUTPUT_CAP_BYTES (their end kept)."""
         cfg = self.setup.config
         channel = att.workspace / CHANNEL_DIR
         values = {"prompt": str(channel / name), "prompt_text": message, "workspace": str(att.workspace),
@@ -266,10 +282,9 @@ class CommandAgent(Agent):
         left = self.wall_left() if self.wall_left is not None else None
         if left is not None:
             timeout = max(1.0, min(timeout, left))
-        spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(render_argv(template, values)),
+        return JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(render_argv(template, values)),
                        workdir=att.workspace, env=self._env(att), timeout_s=timeout,
-                       sandbox=SandboxSpec(mode="bwrap", network=cfg.network))
-        return self.run_job(spec)
+                       sandbox=SandboxSpec(mode="bwrap", network=cfg.network), output_cap_bytes=LEG_OUTPUT_CAP_BYTES)
 
     def _env(self, att: _Attempt) -> dict[str, str]:
         """The agent's complete environment: allow-listed values and the `pass_env` names."""
@@ -283,9 +298,12 @@ class CommandAgent(Agent):
                 env[name] = self.environ[name]
         return env
 
-    def _record_leg(self, att: _Attempt, kind: LegKind, message: str, result: JobResult | None,
+    def _record_leg(self, att: _Attempt, kind: LegKind, message: str, run: _LegRun,
                     requests: LegRequests | None, outcome: LegOutcome, problem: str | None) -> None:
-        report = read_cli_report(_read_stdout(result)) if result is not None else None
+        result = run.result
+        output = read_leg_output(result) if result is not None else LegOutput()
+        stdout = output.stdout if output.stdout is not None else (result.stdout_tail.encode() if result else None)
+        report = read_cli_report(stdout) if stdout is not None else None
         if report is not None and report.session_id:
             if att.session and kind != "start" and report.session_id != att.session and self.setup.config.wake_command:
                 att.notices.append(f"the CLI answered in session {report.session_id}, not {att.session}")
@@ -298,6 +316,7 @@ class CommandAgent(Agent):
             exit_code=result.exit_code if result else None,
             elapsed_s=result.elapsed_s if result else None,
             session_id=report.session_id if report else None, tokens=report.tokens if report else {},
+            **output_fields(run.argv, output, self.record_blob),
         ))
 
     # -- what the leg asked ----------------------------------------------------------------------
@@ -365,13 +384,3 @@ class CommandAgent(Agent):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views
 
-
-def _read_stdout(result: JobResult) -> bytes:
-    if result.stdout_path is None:
-        return result.stdout_tail.encode("utf-8")
-    try:
-        with open(result.stdout_path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - 256 * 1024))
-            return f.read()
-    except OSError:
-        return result.stdout_tail.encode("utf-8")

@@ -51,20 +51,27 @@ def read_brief(root: Path, contract: Contract) -> str:
                             hint="name a UTF-8 text file of the project") from exc
 
 
-def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: Path,
+def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: Path | Callable[[], Path],
                         record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                         dev_examples: Sequence[Any] | None = None,
                         budget_view: Callable[[], Mapping[str, Any]] | None = None,
                         wall_left: Callable[[], float | None] | None = None,
                         environ: Mapping[str, str] | None = None, bwrap: str | None = None) -> CommandAgent:
     """The CommandAgent for `contract` (agent.kind = "command") of the project at `root`.
-    project: its Git. work_dir: kernel-owned, outside the project (e.g. a temporary directory of the
-    run). See CommandAgent for the callbacks. Raises ContractError, SandboxError (exit 2)."""
+    project: its Git. work_dir: kernel-owned, outside the project, the run's own (a directory, or a
+    function returning it once the run is open: the loop's `AgentLink.work_dir`). See CommandAgent
+    for the callbacks. Raises ContractError, SandboxError (exit 2)."""
     cfg = contract.agent.command
     if cfg is None:
         raise ContractError("contract.invalid", "agent.kind = 'command' requires an [agent.command] section")
     rules = scope_rules(contract)
     task = TaskView(read_brief(root, contract), target_summary(contract), rules.allowed, rules.protected)
-    setup = CommandSetup(cfg, project, rules, Path(work_dir), task, dev_examples)
+    where = work_dir if callable(work_dir) else _fixed(Path(work_dir))
+    setup = CommandSetup(cfg, project, rules, where, task, dev_examples)
     return CommandAgent(setup, record_blob, record, run_job, budget_view=budget_view, wall_left=wall_left,
                         environ=environ, bwrap=bwrap)
+
+
+def _fixed(path: Path) -> Callable[[], Path]:
+    """A work-directory function that always returns `path`."""
+    return lambda: path

@@ -58,3 +58,8 @@ OUTPUT_TAIL_CHARS = 2000
 
 NUDGES_PER_ATTEMPT = 1
 """Times an agent that exits without a request is woken again before its attempt ends `gave_up`."""
+
+LEG_OUTPUT_CAP_BYTES = 256 * 1024
+"""Bytes of a leg's stdout, and separately of its stderr, kept with the run: the end of the stream
+(its last bytes, where a CLI says how it ended); a leg that wrote more is recorded as truncated,
+with the count of bytes it wrote."""

@@ -25,11 +25,13 @@ MAX_DIFF_CHARS = 20_000
 @dataclass(frozen=True)
 class AttemptDetail:
     """What an attempt submitted: its report text (None when it submitted none) and its diff
-    against the champion it was measured against (None with `diff_note` saying why)."""
+    against the champion it was measured against (None with `diff_note` saying why); a command
+    agent's legs (`legs.leg_views`, () for other agents)."""
 
     report: str | None = None
     diff: str | None = None
     diff_note: str | None = None
+    legs: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

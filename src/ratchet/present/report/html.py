@@ -17,6 +17,7 @@ from typing import Any
 from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
 from ratchet.present.report import text
 from ratchet.present.report.data import AttemptDetail, ReportData
+from ratchet.present.report.legs import leg_heading, request_lines, stream_heading
 from ratchet.present.report.plots import (
     budget_figure,
     champion_figure,
@@ -51,7 +52,7 @@ def render_html(data: ReportData) -> str:
         ("attempts", f"Attempts ({len(status['attempts'])})", _attempts(status["attempts"])),
         ("budget", "Budget", _budget(data)),
         ("gate", "The gate", _gate(data.gate, data.target)),
-        ("details", "Reports and diffs", _details(status["attempts"], data.details)),
+        ("details", "Reports, diffs and legs", _details(status["attempts"], data.details)),
     ]
     if data.splits:
         sections.insert(1, ("splits", "Pass rates of the final champion", _splits(data.splits)))
@@ -198,8 +199,9 @@ def _gate(gate: Mapping[str, Any], target: Mapping[str, Any]) -> str:
 def _details(attempts: Sequence[Mapping[str, Any]], details: Mapping[int, AttemptDetail]) -> str:
     if not attempts:
         return "<p>No attempt was made.</p>"
-    out = ['<p class="note">Each attempt\'s own report (as the agent wrote it) and its diff against the '
-           "champion it was measured against, folded.</p>"]
+    out = ['<p class="note">Each attempt\'s own report (as the agent wrote it), its diff against the '
+           "champion it was measured against, and a command agent's legs (the end of each leg's output; "
+           "<code>ratchet report RUN --attempt N --json</code> names the blob files holding it), folded.</p>"]
     for a in attempts:
         d = details.get(a["attempt"]) or AttemptDetail()
         parts = []
@@ -209,12 +211,30 @@ def _details(attempts: Sequence[Mapping[str, Any]], details: Mapping[int, Attemp
             parts.append(f'<details><summary>diff</summary><pre class="diff">{_diff_lines(d.diff)}</pre></details>')
         elif d.diff_note:
             parts.append(f'<p class="note">diff: {esc(d.diff_note)}</p>')
+        parts += [_leg(leg) for leg in d.legs]
         if not parts:
             parts.append('<p class="note">no report and no candidate recorded</p>')
         title = f"#{a['attempt']} {a.get('summary') or ''}".strip()
         out.append(f'<details id="attempt-{esc(a["attempt"])}"><summary>{esc(title)} · '
                    f"{_verdict(a.get('verdict'))}</summary>{''.join(parts)}</details>")
     return "".join(out)
+
+
+def _leg(leg: Mapping[str, Any]) -> str:
+    """One leg of a command agent, folded: its command line, its requests, and the last lines of
+    its stdout and stderr."""
+    parts = []
+    if leg.get("command") is not None:
+        parts.append(f"<p>command: <code>{esc(' '.join(leg['command']))}</code></p>")
+    lines = request_lines(leg.get("requests"))
+    if lines:
+        parts.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>")
+    for name in ("stdout", "stderr"):
+        stream = leg.get(name)
+        parts.append(f'<p class="note">{esc(stream_heading(name, stream))}</p>')
+        if stream and stream.get("tail"):
+            parts.append(f"<pre>{esc(stream['tail'])}</pre>")
+    return f"<details><summary>{esc(leg_heading(leg))}</summary>{''.join(parts)}</details>"
 
 
 def _diff_lines(diff: str) -> str:
