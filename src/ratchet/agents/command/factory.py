@@ -6,9 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.command.agent import CommandAgent, CommandSetup, Record, RecordBlob, RunJob
+from ratchet.agents.command.agent import CommandAgent, CommandSetup, Record, RecordBlob, RunJob, Spent
 from ratchet.agents.command.messages import TaskView
 from ratchet.agents.command.workspace import ScopeRules
+from ratchet.core.budget import limits_of
 from ratchet.core.contract import Contract
 from ratchet.core.errors import ContractError
 
@@ -55,7 +56,7 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
                         record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                         dev_examples: Sequence[Any] | None = None,
                         budget_view: Callable[[], Mapping[str, Any]] | None = None,
-                        wall_left: Callable[[], float | None] | None = None,
+                        wall_left: Callable[[], float | None] | None = None, spent: Spent | None = None,
                         environ: Mapping[str, str] | None = None, bwrap: str | None = None) -> CommandAgent:
     """The CommandAgent for `contract` (agent.kind = "command") of the project at `root`.
     project: its Git. work_dir: kernel-owned, outside the project (e.g. a temporary directory of the
@@ -65,6 +66,6 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
         raise ContractError("contract.invalid", "agent.kind = 'command' requires an [agent.command] section")
     rules = scope_rules(contract)
     task = TaskView(read_brief(root, contract), target_summary(contract), rules.allowed, rules.protected)
-    setup = CommandSetup(cfg, project, rules, Path(work_dir), task, dev_examples)
+    setup = CommandSetup(cfg, project, rules, Path(work_dir), task, dev_examples, limits_of(contract))
     return CommandAgent(setup, record_blob, record, run_job, budget_view=budget_view, wall_left=wall_left,
-                        environ=environ, bwrap=bwrap)
+                        spent=spent, environ=environ, bwrap=bwrap)
