@@ -13,11 +13,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet
+from helpers import events, ratchet, rechain
 from repo_fixture import git
 
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.ledger.blobs import BlobStore
+from ratchet.loop.kernel import agent_work_dir
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 
@@ -70,3 +71,109 @@ def test_a_kernel_killed_mid_launch_resumes_without_running_a_launch_twice(tmp_p
     wakes = [e for e in evs if e["kind"] == "agent.leg" and e["data"]["attempt"] == 1 and e["data"]["kind"] == "wake"]
     assert len(wakes) == 1, "the agent is woken once for its launch"
     assert out["result"]["promotions"] == 1
+
+
+USAGE_BOT = '''"""The example's scripted agent, then the JSON line a coding-agent CLI prints last (its usage)."""
+import json, runpy, sys
+try:
+    runpy.run_path("agent/bot.py", run_name="__main__")
+finally:
+    print(json.dumps(%r))
+'''
+
+
+def usage_project(root: Path, report: dict, budget: str, price: str = "") -> Path:
+    """The agent example whose CLI prints `report` as its last JSON line each leg, with `budget`
+    lines added to its [budget] and `price` lines as its [agent.command.price]."""
+    shutil.copytree(EXAMPLE, root)
+    (root / "agent" / "usage_bot.py").write_text(USAGE_BOT % (report,))
+    text = (root / "ratchet.toml").read_text().replace("agent/bot.py {prompt}", "agent/usage_bot.py {prompt}")
+    text = text.replace('max_wall = "5m"\n', f'max_wall = "5m"\n{budget}\n')
+    if price:
+        text = text.replace('brief = "BRIEF.md"\n', f'brief = "BRIEF.md"\n[agent.command.price]\n{price}')
+    (root / "ratchet.toml").write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "baseline")
+    return root
+
+
+def stopped(root: Path, run_id: str) -> dict:
+    return next(e["data"] for e in events(root, run_id) if e["kind"] == "run.stopped")
+
+
+def test_a_leg_reporting_input_tokens_past_the_budget_stops_the_campaign_with_its_arithmetic(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "usage": {"input_tokens": 4_200_000, "output_tokens": 900}}
+    root = usage_project(tmp_path / "p", report, "max_input_tokens = 1000000")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    run_id = out["result"]["run_id"]
+    assert out["result"]["stop_reason"] == "budget_exhausted" and out["result"]["promotions"] == 0
+    data = stopped(root, run_id)
+    assert data["budget"] == "max_input_tokens"
+    assert data["detail"].startswith("max_input_tokens: 4,200,000 of 1,000,000 input tokens used"), data
+    evs = events(root, run_id)
+    legs = [e["data"] for e in evs if e["kind"] == "agent.leg"]
+    assert len(legs) == 1, "no leg runs after the one that passed the budget"
+    assert legs[0]["charged"] == {"input_tokens": 4_200_000, "output_tokens": 900}
+    assert not [e for e in evs if e["kind"] in ("agent.launched", "trial.planned")], "its launch never ran"
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 0, out
+
+    def understate(event: dict) -> bool:
+        if event["kind"] != "agent.leg":
+            return False
+        event["data"]["charged"]["input_tokens"] = 900_000
+        return True
+
+    rechain(root / ".ratchet" / "runs" / run_id / "events.jsonl", understate)
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 3
+    findings = [f for f in out["result"]["findings"] if f["code"] == "verify.budget"]
+    assert findings and "leg 1 of attempt 1 was charged" in findings[0]["message"], out
+
+
+def test_a_reported_cost_stops_a_dollar_budget_before_the_price_would(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "total_cost_usd": 2.5, "usage": {"input_tokens": 1000}}
+    root = usage_project(tmp_path / "p", report, "max_usd = 1.0", price="input_usd_per_mtok = 0.01\n")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    data = stopped(root, out["result"]["run_id"])
+    assert data["budget"] == "max_usd" and data["detail"].startswith("max_usd: 2.5000 of 1.0000 USD used"), data
+
+
+def test_price_keys_turn_the_reported_tokens_into_dollars(tmp_path: Path):
+    report = {"type": "result", "usage": {"prompt_tokens": 2_000_000, "completion_tokens": 0}}
+    root = usage_project(tmp_path / "p", report, "max_usd = 1.5",
+                         price="input_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    data = stopped(root, out["result"]["run_id"])
+    assert data["budget"] == "max_usd" and data["detail"].startswith("max_usd: 2.0000 of 1.5000 USD used"), data
+
+
+def test_a_resume_recounts_the_legs_usage_from_the_ledger(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "usage": {"input_tokens": 4_200_000, "output_tokens": 900}}
+    root = usage_project(tmp_path / "p", report, "max_input_tokens = 1000000")
+    env = {**os.environ, "RATCHET_TEST_CRASH_AT": "after:agent.leg:1"}  # killed before the stop is recorded
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                             env=env, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL
+    run_id = next((root / ".ratchet" / "runs").iterdir()).name
+    marker = agent_work_dir(root) / "a0001" / "kept"  # a restarted attempt would replace its folder
+    marker.write_text("")
+    code, out, err = ratchet("run", str(root), "--resume", run_id)
+    assert code == 0, (out, err)
+    assert marker.exists(), "the resumed run started the attempt's CLI again"
+    assert out["result"]["stop_reason"] == "budget_exhausted"
+    assert stopped(root, run_id)["detail"].startswith("max_input_tokens: 4,200,000 of 1,000,000 input tokens used")
+    assert len([e for e in events(root, run_id) if e["kind"] == "agent.leg"]) == 1, "the resumed run ran no leg"
+
+
+def test_a_leg_without_a_usage_report_under_a_token_budget_stops_the_campaign(tmp_path: Path):
+    root = usage_project(tmp_path / "p", {"type": "result", "session_id": "s-1"}, "max_output_tokens = 50000")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    assert out["result"]["stop_reason"] == "agent_stopped"
+    gave_up = next(e["data"] for e in events(root, out["result"]["run_id"]) if e["kind"] == "attempt.gave_up")
+    assert "reported no usage" in gave_up["reason"] and "budget.max_output_tokens" in gave_up["reason"]

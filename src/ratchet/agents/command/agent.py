@@ -181,7 +181,10 @@ class CommandAgent(Agent):
 
     def start(self, ctx: AgentContext) -> Action:
         """Seed a fresh workspace for `ctx.attempt` (an earlier one at the same path is replaced),
-        write the prompt and run the first leg."""
+        write the prompt and run the first leg; nothing when a model budget is already reached."""
+        reached = self._reached(f"attempt {ctx.attempt} not started")
+        if reached is not None:
+            return reached
         base = self.setup.work_dir / f"a{ctx.attempt:04d}"
         if base.exists():
             shutil.rmtree(base)
@@ -245,6 +248,9 @@ class CommandAgent(Agent):
 
     def _leg(self, ctx: AgentContext, kind: LegKind, message: str) -> Action:
         att = self._current(ctx)
+        reached = self._reached(f"leg {att.legs + 1} of attempt {att.number} not run")
+        if reached is not None:
+            return reached
         att.legs += 1
         name = PROMPT_FILE if kind == "start" else WAKE_FILE
         result: JobResult | None = None
@@ -272,12 +278,16 @@ class CommandAgent(Agent):
             budget = f"budget.max_{limited[0]}"
             return GiveUp(f"leg {att.legs} of attempt {att.number}: the agent's CLI reported no usage (a `usage` "
                           f"object or a cost in its JSON output), so {budget} cannot be counted")
+        return self._reached(f"leg {att.legs} of attempt {att.number} reached it")
+
+    def _reached(self, what: str) -> GiveUp | None:
+        """The GiveUp ending the attempt when a model budget is reached (`stopped_by_budget` set:
+        the run stops `budget_exhausted`), or None. `what` says what it did to the attempt."""
         stop = self.budget_stop()
         if stop is None:
             return None
         self.stopped_by_budget = stop
-        return GiveUp(f"{BUDGET_STOP_PREFIX}{stop.name}: leg {att.legs} of attempt {att.number} reached "
-                      f"budget.{stop.name}", stops_campaign=False)
+        return GiveUp(f"{BUDGET_STOP_PREFIX}{stop.name}: budget.{stop.name} is reached; {what}", stops_campaign=False)
 
     def _prepare_channel(self, att: _Attempt, name: str, message: str) -> None:
         """Refresh the tool and write the message and the state files `ratchet-sys` reads."""
