@@ -177,3 +177,30 @@ def test_a_leg_without_a_usage_report_under_a_token_budget_stops_the_campaign(tm
     assert out["result"]["stop_reason"] == "agent_stopped"
     gave_up = next(e["data"] for e in events(root, out["result"]["run_id"]) if e["kind"] == "attempt.gave_up")
     assert "reported no usage" in gave_up["reason"] and "budget.max_output_tokens" in gave_up["reason"]
+
+
+def test_the_leg_that_reaches_the_budget_is_the_last_and_verify_flags_a_leg_run_past_a_limit(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "usage": {"input_tokens": 600_000, "output_tokens": 10}}
+    root = usage_project(tmp_path / "p", report, "max_input_tokens = 1000000")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    run_id = out["result"]["run_id"]
+    evs = events(root, run_id)
+    assert [(e["data"]["kind"], e["data"]["outcome"]) for e in evs if e["kind"] == "agent.leg"] == [
+        ("start", "launch"), ("wake", "submit")], "leg 1 left room; leg 2 reached the limit and was the last"
+    assert not [e for e in evs if e["kind"] == "trial.planned"], "the attempt ended at its budget, unjudged"
+    assert stopped(root, run_id)["detail"].startswith("max_input_tokens: 1,200,000 of 1,000,000 input tokens used")
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 0, out
+
+    def tighter(event: dict) -> bool:  # a limit leg 1 alone reached: leg 2 should never have run
+        if event["kind"] != "run.started":
+            return False
+        event["data"]["limits"]["max_input_tokens"] = 500_000
+        return True
+
+    rechain(root / ".ratchet" / "runs" / run_id / "events.jsonl", tighter)
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 3
+    messages = [f["message"] for f in out["result"]["findings"] if f["code"] == "verify.budget"]
+    assert any("leg 2 of attempt 1 ran after max_input_tokens was reached" in m for m in messages), messages
