@@ -1,7 +1,8 @@
 """The command agent in real campaigns: `ratchet run` on the bundled agent example (a scripted
 coding agent driving the channel), killed mid-launch or before a leg's record and resumed; each
 leg's command line and output kept as blobs of the run, shown by `ratchet report --attempt` and the
-HTML report, checked by `ratchet verify`; each run in an agent folder of its own."""
+HTML report, checked by `ratchet verify`; each run in an agent folder of its own; token and dollar
+budgets counted from the usage the CLI reports."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet
+from helpers import events, ratchet, rechain
 from repo_fixture import git
 
 from ratchet.compute.sandbox import probe_bwrap
@@ -208,3 +209,138 @@ def test_an_abandoned_run_loses_its_agent_folder(tmp_path: Path):
     code, out, _ = ratchet("abandon", run_id, "--dir", str(root))
     assert code == 0, out
     assert not agent_work_dir(root, run_id).exists()
+
+
+# --- token and dollar budgets counted from the usage the CLI reported -------------------------------
+
+USAGE_BOT = '''"""The example's scripted agent, then the JSON line a coding-agent CLI prints last (its usage)."""
+import json, runpy, sys
+try:
+    runpy.run_path("agent/bot.py", run_name="__main__")
+finally:
+    print(json.dumps(%r))
+'''
+
+
+def usage_project(root: Path, report: dict, budget: str, price: str = "") -> Path:
+    """The agent example whose CLI prints `report` as its last JSON line each leg, with `budget`
+    lines added to its [budget] and `price` lines as its [agent.command.price]."""
+    shutil.copytree(EXAMPLE, root)
+    (root / "agent" / "usage_bot.py").write_text(USAGE_BOT % (report,))
+    text = (root / "ratchet.toml").read_text().replace("agent/bot.py {prompt}", "agent/usage_bot.py {prompt}")
+    text = text.replace('max_wall = "5m"\n', f'max_wall = "5m"\n{budget}\n')
+    if price:
+        text = text.replace('brief = "BRIEF.md"\n', f'brief = "BRIEF.md"\n[agent.command.price]\n{price}')
+    (root / "ratchet.toml").write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "baseline")
+    return root
+
+
+def stopped(root: Path, run_id: str) -> dict:
+    return next(e["data"] for e in events(root, run_id) if e["kind"] == "run.stopped")
+
+
+def test_a_leg_reporting_input_tokens_past_the_budget_stops_the_campaign_with_its_arithmetic(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "usage": {"input_tokens": 4_200_000, "output_tokens": 900}}
+    root = usage_project(tmp_path / "p", report, "max_input_tokens = 1000000")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    run_id = out["result"]["run_id"]
+    assert out["result"]["stop_reason"] == "budget_exhausted" and out["result"]["promotions"] == 0
+    data = stopped(root, run_id)
+    assert data["budget"] == "max_input_tokens"
+    assert data["detail"].startswith("max_input_tokens: 4,200,000 of 1,000,000 input tokens used"), data
+    evs = events(root, run_id)
+    legs = [e["data"] for e in evs if e["kind"] == "agent.leg"]
+    assert len(legs) == 1, "no leg runs after the one that passed the budget"
+    assert legs[0]["charged"] == {"input_tokens": 4_200_000, "output_tokens": 900}
+    assert not [e for e in evs if e["kind"] in ("agent.launched", "trial.planned")], "its launch never ran"
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 0, out
+
+    def understate(event: dict) -> bool:
+        if event["kind"] != "agent.leg":
+            return False
+        event["data"]["charged"]["input_tokens"] = 900_000
+        return True
+
+    rechain(root / ".ratchet" / "runs" / run_id / "events.jsonl", understate)
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 3
+    findings = [f for f in out["result"]["findings"] if f["code"] == "verify.budget"]
+    assert findings and "leg 1 of attempt 1 was charged" in findings[0]["message"], out
+
+
+def test_a_reported_cost_stops_a_dollar_budget_before_the_price_would(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "total_cost_usd": 2.5, "usage": {"input_tokens": 1000}}
+    root = usage_project(tmp_path / "p", report, "max_usd = 1.0", price="input_usd_per_mtok = 0.01\n")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    data = stopped(root, out["result"]["run_id"])
+    assert data["budget"] == "max_usd" and data["detail"].startswith("max_usd: 2.5000 of 1.0000 USD used"), data
+
+
+def test_price_keys_turn_the_reported_tokens_into_dollars(tmp_path: Path):
+    report = {"type": "result", "usage": {"prompt_tokens": 2_000_000, "completion_tokens": 0}}
+    root = usage_project(tmp_path / "p", report, "max_usd = 1.5",
+                         price="input_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    data = stopped(root, out["result"]["run_id"])
+    assert data["budget"] == "max_usd" and data["detail"].startswith("max_usd: 2.0000 of 1.5000 USD used"), data
+
+
+def test_a_resume_recounts_the_legs_usage_from_the_ledger(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "usage": {"input_tokens": 4_200_000, "output_tokens": 900}}
+    root = usage_project(tmp_path / "p", report, "max_input_tokens = 1000000")
+    env = {**os.environ, "RATCHET_TEST_CRASH_AT": "after:agent.leg:1"}  # killed before the stop is recorded
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                             env=env, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL
+    run_id = next((root / ".ratchet" / "runs").iterdir()).name
+    assert (agent_work_dir(root, run_id) / "a0001" / "workspace").is_dir(), "a crashed run keeps its agent folder"
+    code, out, err = ratchet("run", str(root), "--resume", run_id)
+    assert code == 0, (out, err)
+    assert out["result"]["stop_reason"] == "budget_exhausted"
+    assert stopped(root, run_id)["detail"].startswith("max_input_tokens: 4,200,000 of 1,000,000 input tokens used")
+    # Each leg the CLI runs is recorded (its output is kept): one agent.leg is no second run of the CLI.
+    assert len([e for e in events(root, run_id) if e["kind"] == "agent.leg"]) == 1, "the resumed run ran no leg"
+    assert not agent_work_dir(root, run_id).exists(), "the run stopped for good: its agent folder is removed"
+
+
+def test_a_leg_without_a_usage_report_under_a_token_budget_stops_the_campaign(tmp_path: Path):
+    root = usage_project(tmp_path / "p", {"type": "result", "session_id": "s-1"}, "max_output_tokens = 50000")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    assert out["result"]["stop_reason"] == "agent_stopped"
+    gave_up = next(e["data"] for e in events(root, out["result"]["run_id"]) if e["kind"] == "attempt.gave_up")
+    assert "reported no usage" in gave_up["reason"] and "budget.max_output_tokens" in gave_up["reason"]
+
+
+def test_the_leg_that_reaches_the_budget_is_the_last_and_verify_flags_a_leg_run_past_a_limit(tmp_path: Path):
+    report = {"type": "result", "session_id": "s-1", "usage": {"input_tokens": 600_000, "output_tokens": 10}}
+    root = usage_project(tmp_path / "p", report, "max_input_tokens = 1000000")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, (out, err)
+    run_id = out["result"]["run_id"]
+    evs = events(root, run_id)
+    assert [(e["data"]["kind"], e["data"]["outcome"]) for e in evs if e["kind"] == "agent.leg"] == [
+        ("start", "launch"), ("wake", "submit")], "leg 1 left room; leg 2 reached the limit and was the last"
+    assert not [e for e in evs if e["kind"] == "trial.planned"], "the attempt ended at its budget, unjudged"
+    assert stopped(root, run_id)["detail"].startswith("max_input_tokens: 1,200,000 of 1,000,000 input tokens used")
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 0, out
+
+    def tighter(event: dict) -> bool:  # a limit leg 1 alone reached: leg 2 should never have run
+        if event["kind"] != "run.started":
+            return False
+        event["data"]["limits"]["max_input_tokens"] = 500_000
+        return True
+
+    rechain(root / ".ratchet" / "runs" / run_id / "events.jsonl", tighter)
+    code, out, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 3
+    messages = [f["message"] for f in out["result"]["findings"] if f["code"] == "verify.budget"]
+    assert any("leg 2 of attempt 1 ran after max_input_tokens was reached" in m for m in messages), messages

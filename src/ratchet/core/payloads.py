@@ -146,7 +146,8 @@ class AgentLaunched(Payload, frozen=True, kw_only=True):
 
 class AgentLeg(Payload, frozen=True, kw_only=True):
     """a command agent's CLI ran one leg (data.kind start|wake|nudge, data.outcome, its prompt or wake
-    message, requests, command line and output as blobs, seconds, tokens where the CLI reported them)"""
+    message, requests, command line and output as blobs, seconds, tokens and cost where the CLI
+    reported them, data.charged)"""
 
     kind: ClassVar[EventKind] = "agent.leg"
     attempt: int
@@ -163,6 +164,13 @@ class AgentLeg(Payload, frozen=True, kw_only=True):
     elapsed_s: Number | None = None
     session_id: str | None = None
     tokens: dict[str, Json] | None = None
+    cost_usd: Number | None | UnsetType = UNSET
+    """The cost in USD the CLI reported (Claude Code `total_cost_usd`); None or UNSET: none."""
+    charged: dict[str, Number] | UnsetType = UNSET
+    """What the leg was charged against the model budgets ({resource: amount}: `input_tokens`,
+    `output_tokens`, `usd`; zeros left out), counted from `tokens` and `cost_usd`
+    (`core.budget.agent_kinds.leg_charge`). UNSET: the leg's use is unknown (the CLI reported none,
+    or a build before this field)."""
     argv_blob: str | None | UnsetType = UNSET
     """The CLI's command line as run (a JSON list of strings, placeholders replaced); None: the leg
     never got that far (a channel refused before it ran); UNSET in runs recorded before it was."""

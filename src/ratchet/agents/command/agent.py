@@ -11,6 +11,11 @@ channel:
 - nothing: the agent is woken once with a reminder (a nudge); a second time, the attempt ends
   `gave_up` (`GiveUp(stops_campaign=False)`).
 
+Each leg is charged the tokens and dollars its CLI reported (`core.budget.agent_kinds.leg_charge`,
+recorded as `agent.leg` data.charged). Once a model budget is reached no further leg runs: the
+attempt ends and the run stops `budget_exhausted` (`stopped_by_budget`). A leg whose CLI reported no
+usage while such a budget is limited ends the campaign (`agent_stopped`): its use cannot be counted.
+
 The CLI runs as one job on the local executor the kernel owns (whatever the trials' backend):
 stdin /dev/null, only allow-listed variables (`pass_env` names copied from the operator's
 environment, nothing else of it), only its workspace writable, no network unless `network`, killed
@@ -32,6 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from msgspec import UNSET
 
 from ratchet.agents.base import (
     Action,
@@ -62,6 +69,8 @@ from ratchet.compute.artifacts import artifact_notes
 from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
 from ratchet.compute.env import default_path
 from ratchet.compute.sandbox import probe_bwrap
+from ratchet.core.budget import BudgetStop, Charge, ResourceName
+from ratchet.core.budget.agent_kinds import COMMAND_RESOURCES, command_budget_stop, leg_charge
 from ratchet.core.contract import CommandAgentConfig
 from ratchet.core.errors import SandboxError
 from ratchet.core.payloads import AgentHarvested, AgentLeg
@@ -71,6 +80,10 @@ RecordBlob = Callable[[bytes], str]
 
 Record = Callable[[AgentLeg | AgentHarvested], None]
 """Record one `agent.leg` or `agent.harvested` event."""
+
+Spent = Callable[[], Charge]
+"""What the run's command-agent legs were charged so far, re-counted from the ledger (the loop
+passes `AgentLink.legs_spent`): input and output tokens, dollars."""
 
 RunJob = Callable[[JobSpec], JobResult]
 """Run one job to its end on the local executor the kernel owns, whatever the trials' backend;
@@ -95,6 +108,10 @@ as long as the attempt (the executor's HOME is a scratch directory removed after
 
 TOOL_SOURCE = Path(__file__).with_name("tool.py")
 
+BUDGET_STOP_PREFIX = "budget_exhausted:"
+"""A GiveUp reason starting with this names the model budget that ended the attempt (also in
+`CommandAgent.stopped_by_budget`), as the llm agent's do."""
+
 
 @dataclass(frozen=True)
 class CommandSetup:
@@ -102,7 +119,8 @@ class CommandSetup:
     Git (objects of candidate trees go there). rules: the scope. work_dir: returns a kernel-owned
     directory outside the project, the run's own (`a0001/` workspaces go there; asked at each start
     and resume, as the run is known only once its kernel is open). task: what the prompt says.
-    dev_examples: an examples target's dev split (JSON-ready values), None otherwise."""
+    dev_examples: an examples target's dev split (JSON-ready values), None otherwise.
+    limits: the run's budget limits by resource (`core.budget.limits_of`; empty: none counted)."""
 
     config: CommandAgentConfig
     project: Any
@@ -110,6 +128,7 @@ class CommandSetup:
     work_dir: Callable[[], Path]
     task: TaskView
     dev_examples: Sequence[Any] | None = None
+    limits: Mapping[ResourceName, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -143,14 +162,15 @@ class CommandAgent(Agent):
     record_blob / record / run_job: see RecordBlob, Record and RunJob. budget_view: returns what the agent may read
     of the budget (shown by `ratchet-sys budget` and in wake messages), or None. wall_left: seconds
     `budget.max_wall` still allows (None: unlimited); a leg's limit is the smaller of it and
-    `timeout_s`. environ: where `pass_env` values are read (default os.environ). bwrap: the
+    `timeout_s`. spent: what the run's legs were charged so far (see Spent; None: nothing is
+    counted). environ: where `pass_env` values are read (default os.environ). bwrap: the
     bubblewrap executable probed (default: found on PATH).
     Raises SandboxError `agent.sandbox_unavailable` (exit 2) when bwrap does not work here.
     """
 
     def __init__(self, setup: CommandSetup, record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                  budget_view: Callable[[], Mapping[str, Any]] | None = None,
-                 wall_left: Callable[[], float | None] | None = None,
+                 wall_left: Callable[[], float | None] | None = None, spent: Spent | None = None,
                  environ: Mapping[str, str] | None = None, bwrap: str | None = None):
         status = probe_bwrap(bwrap)
         if not status.available:
@@ -165,6 +185,7 @@ class CommandAgent(Agent):
         self.run_job = run_job
         self.budget_view = budget_view
         self.wall_left = wall_left
+        self.spent = spent
         self.environ = os.environ if environ is None else environ
         self.attempt: _Attempt | None = None
 
@@ -172,7 +193,10 @@ class CommandAgent(Agent):
 
     def start(self, ctx: AgentContext) -> Action:
         """Seed a fresh workspace for `ctx.attempt` (an earlier one at the same path is replaced),
-        write the prompt and run the first leg."""
+        write the prompt and run the first leg; nothing when a model budget is already reached."""
+        reached = self._reached(f"attempt {ctx.attempt} not started")
+        if reached is not None:
+            return reached
         base = self.setup.work_dir() / f"a{ctx.attempt:04d}"
         if base.exists():
             shutil.rmtree(base)
@@ -219,6 +243,13 @@ class CommandAgent(Agent):
         self.attempt = att
         return True
 
+    def budget_stop(self) -> BudgetStop | None:
+        """The model budget (input or output tokens, dollars) the run's legs have reached, or None
+        (`core.budget.agent_kinds.command_budget_stop`): checked before each attempt and after each leg."""
+        if self.spent is None:
+            return None
+        return command_budget_stop(self.setup.limits, self.spent())
+
     def _current(self, ctx: AgentContext) -> _Attempt:
         if self.attempt is None or self.attempt.number != ctx.attempt:
             raise ChannelError("channel.no_attempt", f"attempt {ctx.attempt} was never started by this agent",
@@ -229,6 +260,9 @@ class CommandAgent(Agent):
 
     def _leg(self, ctx: AgentContext, kind: LegKind, message: str) -> Action:
         att = self._current(ctx)
+        reached = self._reached(f"leg {att.legs + 1} of attempt {att.number} not run")
+        if reached is not None:
+            return reached
         att.legs += 1
         name = PROMPT_FILE if kind == "start" else WAKE_FILE
         run = _LegRun()
@@ -239,12 +273,35 @@ class CommandAgent(Agent):
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
         except ChannelError as exc:  # the leg's output is kept all the same: it says what the agent did
-            self._record_leg(att, kind, message, run, None, "channel_refused", exc.message)
-            return GiveUp(f"the channel was refused: {exc.message}", stops_campaign=False)
+            charge = self._record_leg(att, kind, message, run, None, "channel_refused", exc.message)
+            return self._budget_end(att, run.result, charge) or GiveUp(f"the channel was refused: {exc.message}",
+                                                                       stops_campaign=False)
         assert run.result is not None
         outcome: LegOutcome = "submit" if requests.submit else "launch" if requests.launches else "none"
-        self._record_leg(att, kind, message, run, requests, outcome, None)
-        return self._decide(ctx, att, requests, run.result)
+        charge = self._record_leg(att, kind, message, run, requests, outcome, None)
+        return self._budget_end(att, run.result, charge) or self._decide(ctx, att, requests, run.result)
+
+    def _budget_end(self, att: _Attempt, result: JobResult | None, charge: Charge | None) -> GiveUp | None:
+        """How the attempt ends after a leg that ran when a model budget is limited: its budget
+        reached (the run stops `budget_exhausted`), or its use unknown (the campaign stops). None:
+        the leg's action goes on."""
+        limited = [r for r in COMMAND_RESOURCES if self.setup.limits.get(r)]
+        if result is None or not limited or self.spent is None:
+            return None
+        if charge is None:
+            budget = f"budget.max_{limited[0]}"
+            return GiveUp(f"leg {att.legs} of attempt {att.number}: the agent's CLI reported no usage (a `usage` "
+                          f"object or a cost in its JSON output), so {budget} cannot be counted")
+        return self._reached(f"leg {att.legs} of attempt {att.number} reached it")
+
+    def _reached(self, what: str) -> GiveUp | None:
+        """The GiveUp ending the attempt when a model budget is reached (`stopped_by_budget` set:
+        the run stops `budget_exhausted`), or None. `what` says what it did to the attempt."""
+        stop = self.budget_stop()
+        if stop is None:
+            return None
+        self.stopped_by_budget = stop
+        return GiveUp(f"{BUDGET_STOP_PREFIX}{stop.name}: budget.{stop.name} is reached; {what}", stops_campaign=False)
 
     def _prepare_channel(self, att: _Attempt, name: str, message: str) -> None:
         """Refresh the tool and write the message and the state files `ratchet-sys` reads."""
@@ -299,11 +356,14 @@ class CommandAgent(Agent):
         return env
 
     def _record_leg(self, att: _Attempt, kind: LegKind, message: str, run: _LegRun,
-                    requests: LegRequests | None, outcome: LegOutcome, problem: str | None) -> None:
+                    requests: LegRequests | None, outcome: LegOutcome, problem: str | None) -> Charge | None:
+        """Record the leg's `agent.leg` (with its command line and output as blobs); returns what it
+        was charged (None: its use is unknown)."""
         result = run.result
         output = read_leg_output(result) if result is not None else LegOutput()
         stdout = output.stdout if output.stdout is not None else (result.stdout_tail.encode() if result else None)
         report = read_cli_report(stdout) if stdout is not None else None
+        charge = leg_charge(report.tokens, report.cost_usd, self.setup.config.price) if report is not None else None
         if report is not None and report.session_id:
             if att.session and kind != "start" and report.session_id != att.session and self.setup.config.wake_command:
                 att.notices.append(f"the CLI answered in session {report.session_id}, not {att.session}")
@@ -316,8 +376,11 @@ class CommandAgent(Agent):
             exit_code=result.exit_code if result else None,
             elapsed_s=result.elapsed_s if result else None,
             session_id=report.session_id if report else None, tokens=report.tokens if report else {},
+            cost_usd=report.cost_usd if report else None,
+            charged=charge.to_json() if charge is not None else UNSET,
             **output_fields(run.argv, output, self.record_blob),
         ))
+        return charge
 
     # -- what the leg asked ----------------------------------------------------------------------
 
