@@ -22,7 +22,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ratchet.core.errors import LedgerError
-from ratchet.core.vocab import JobStage, RunMode, StopReason, Variant
+from ratchet.core.vocab import JobStage, LegOutcome, RunMode, StopReason, Variant
 
 Json = Any
 """A JSON value kept as is (plan settings, a model call's record, per-example results)."""
@@ -153,7 +153,7 @@ class AgentLeg(Payload, frozen=True, kw_only=True):
     leg: int
     # `kind` is the event kind: the leg's kind is `leg_kind`, written under the key "kind".
     leg_kind: Literal["start", "wake", "nudge"] = msgspec.field(name="kind")
-    outcome: Literal["launch", "submit", "none", "channel_refused"]
+    outcome: LegOutcome
     problem: str | None = None
     message_blob: str | None = None
     requests_blob: str | None = None
@@ -219,6 +219,9 @@ class AttemptSubmitted(Payload, frozen=True, kw_only=True):
     invalid: str | None | UnsetType = UNSET
     """Why the submission holds no candidate tree (None or UNSET: it holds one)."""
     diff_blob: str | None | UnsetType = UNSET
+    unresponsive: bool | UnsetType = UNSET
+    """True when no candidate came because the agent's server did not answer (counts toward
+    agent.max_idle_attempts); UNSET otherwise and in runs recorded before it was."""
 
 
 class AttemptGaveUp(Payload, frozen=True, kw_only=True):
@@ -229,6 +232,9 @@ class AttemptGaveUp(Payload, frozen=True, kw_only=True):
     reason: str
     stops_campaign: bool = True
     """The give-up ends the campaign, not only the attempt (format 1 runs: always)."""
+    unresponsive: bool | UnsetType = UNSET
+    """True when the agent did not work (failed to start, timed out, ended without a request after
+    a reminder): counts toward agent.max_idle_attempts; UNSET otherwise and in older runs."""
 
 
 class TrialPlanned(Payload, frozen=True, kw_only=True):

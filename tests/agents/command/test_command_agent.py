@@ -49,12 +49,13 @@ def test_an_agent_that_exits_without_a_request_is_nudged_once_then_gives_up(agen
     assert "This is the only reminder" in p.recorder.text(legs[1]["message_blob"])
 
 
-def test_an_agent_that_never_sleeps_is_killed_at_its_leg_limit(agent_project, write_script):
+def test_an_agent_that_never_sleeps_is_killed_at_its_leg_limit_and_not_reminded(agent_project, write_script):
     p = agent_project
     p.set_agent("sh " + write_script(p.root, "forever.sh", "while true; do sleep 1; done\n"), timeout_s=1.5)
     action = p.agent().start(p.context())
-    assert isinstance(action, GiveUp) and not action.stops_campaign
-    assert [leg["state"] for leg in p.recorder.legs()] == ["timeout", "timeout"]
+    assert isinstance(action, GiveUp) and not action.stops_campaign and action.unresponsive
+    assert [(leg["state"], leg["outcome"]) for leg in p.recorder.legs()] == [("timeout", "none")]
+    assert "timeout" in action.reason
 
 
 def test_a_daemon_forked_by_the_agent_dies_with_its_leg(agent_project, write_script):

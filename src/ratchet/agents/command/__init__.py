@@ -5,6 +5,7 @@ Modules: `limits.py` (the kernel's limits), `workspace.py` (seeding and harvesti
 (hardened file access), `requests.py` (validation of what the agent asks), `artifacts.py` (delivered
 into the channel), `messages.py` (prompt and wake texts, fenced data), `template.py` (the CLI's argv),
 `tool.py` (the `ratchet-sys` program, stdlib only), `factory.py` (the agent built from a contract),
+`probe.py` (what `ratchet check` says of the CLI: where it is found, its `--version`),
 `agent.py` (`CommandAgent`).
 
 Effects: creates and harvests a git workspace outside the project, reads and writes its channel, runs

@@ -9,10 +9,14 @@ channel:
 - launches: the workspace's clean in-scope files become the experiments' tree -> `Launch`; the
   loop runs the jobs and calls `wake` with their results, delivered into `results/<launch>/<i>/`;
 - nothing: the agent is woken once with a reminder (a nudge); a second time, the attempt ends
-  `gave_up` (`GiveUp(stops_campaign=False)`).
+  `gave_up` (`GiveUp(stops_campaign=False)`);
+- nothing, from a CLI that did not start (`did_not_start`: bwrap could not run it, or it failed
+  within START_GRACE_S with nothing done) or that timed out: the attempt ends at once, unnudged,
+  its reason holding the CLI's stderr tail; such attempts count toward `agent.max_idle_attempts`.
 
 The CLI runs as one job on the local executor the kernel owns (whatever the trials' backend):
-stdin /dev/null, only allow-listed variables (`pass_env` names copied from the operator's
+stdin /dev/null, its program and that program's install prefix visible read-only (`agent_program`)
+with `sandbox.read_only`, only allow-listed variables (`pass_env` names copied from the operator's
 environment, nothing else of it), only its workspace writable, no network unless `network`, killed
 with all its descendants at the leg's time limit or when it exits. Without a working bwrap the
 agent is refused (SandboxError, exit 2).
@@ -27,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +54,8 @@ from ratchet.agents.command.limits import (
     CHANNEL_DIR,
     MAX_SLEEPS_PER_ATTEMPT,
     NUDGES_PER_ATTEMPT,
+    START_GRACE_S,
+    STDERR_TAIL_CHARS,
     TOOL_NAME,
 )
 from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake_text
@@ -58,10 +65,12 @@ from ratchet.agents.command.workspace import ScopeRules, create_workspace, harve
 from ratchet.compute.artifacts import artifact_notes
 from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
 from ratchet.compute.env import default_path
+from ratchet.compute.programs import ProgramReach, program_reach
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.core.contract import CommandAgentConfig
 from ratchet.core.errors import SandboxError
 from ratchet.core.payloads import AgentHarvested, AgentLeg
+from ratchet.core.vocab import LegOutcome
 
 RecordBlob = Callable[[bytes], str]
 """Store bytes as a blob of the run; returns its digest (the loop passes `kernel.blobs.put_bytes`)."""
@@ -76,9 +85,6 @@ returns its result (the loop passes `AgentLink.run_job`)."""
 LegKind = Literal["start", "wake", "nudge"]
 """start: the attempt's first leg (the prompt). wake: after launches ran. nudge: after a leg that
 ended without a request."""
-
-LegOutcome = Literal["launch", "submit", "none", "channel_refused"]
-"""How a leg ended: launches queued, a submit, no request, or a channel the kernel refused."""
 
 PROMPT_FILE = "prompt.md"
 WAKE_FILE = "wake.md"
@@ -98,7 +104,8 @@ class CommandSetup:
     """What the kernel hands a command agent. config: `[agent.command]`. project: the project's
     Git (objects of candidate trees go there). rules: the scope. work_dir: a kernel-owned directory
     outside the project (`a0001/` workspaces go there). task: what the prompt
-    says. dev_examples: an examples target's dev split (JSON-ready values), None otherwise."""
+    says. dev_examples: an examples target's dev split (JSON-ready values), None otherwise.
+    read_only: `sandbox.read_only`, bound into the agent's sandbox besides its program's prefixes."""
 
     config: CommandAgentConfig
     project: Any
@@ -106,6 +113,7 @@ class CommandSetup:
     work_dir: Path
     task: TaskView
     dev_examples: Sequence[Any] | None = None
+    read_only: tuple[str, ...] = ()
 
 
 @dataclass
@@ -221,13 +229,18 @@ class CommandAgent(Agent):
         name = PROMPT_FILE if kind == "start" else WAKE_FILE
         try:
             self._prepare_channel(att, name, message)
-            result = self._run_cli(att, kind, name, message)
+            began = time.time_ns()
+            result, reach = self._run_cli(att, kind, name, message)
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
         except ChannelError as exc:
             self._record_leg(att, kind, message, None, None, "channel_refused", exc.message)
             return GiveUp(f"the channel was refused: {exc.message}", stops_campaign=False)
         outcome: LegOutcome = "submit" if requests.submit else "launch" if requests.launches else "none"
+        if outcome == "none" and did_not_start(result, att.workspace, began):
+            problem = start_problem(result, reach)
+            self._record_leg(att, kind, message, result, requests, "start_failed", problem)
+            return GiveUp(problem, stops_campaign=False, unresponsive=True)
         self._record_leg(att, kind, message, result, requests, outcome, None)
         return self._decide(ctx, att, requests, result)
 
@@ -253,8 +266,9 @@ class CommandAgent(Agent):
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None
 
-    def _run_cli(self, att: _Attempt, kind: LegKind, name: str, message: str) -> JobResult:
-        """Run the CLI for one leg and wait for its process to end."""
+    def _run_cli(self, att: _Attempt, kind: LegKind, name: str, message: str) -> tuple[JobResult, ProgramReach]:
+        """Run the CLI for one leg and wait for its process to end; its result, and where its
+        program was found (`agent_program`)."""
         cfg = self.setup.config
         channel = att.workspace / CHANNEL_DIR
         values = {"prompt": str(channel / name), "prompt_text": message, "workspace": str(att.workspace),
@@ -266,10 +280,13 @@ class CommandAgent(Agent):
         left = self.wall_left() if self.wall_left is not None else None
         if left is not None:
             timeout = max(1.0, min(timeout, left))
-        spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(render_argv(template, values)),
-                       workdir=att.workspace, env=self._env(att), timeout_s=timeout,
-                       sandbox=SandboxSpec(mode="bwrap", network=cfg.network))
-        return self.run_job(spec)
+        argv = render_argv(template, values)
+        reach = agent_program(argv[0])
+        argv[0] = reach.exec_path
+        sandbox = leg_sandbox(reach, cfg.network, self.setup.read_only)
+        spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(argv),
+                       workdir=att.workspace, env=self._env(att), timeout_s=timeout, sandbox=sandbox)
+        return self.run_job(spec), reach
 
     def _env(self, att: _Attempt) -> dict[str, str]:
         """The agent's complete environment: allow-listed values and the `pass_env` names."""
@@ -314,8 +331,10 @@ class CommandAgent(Agent):
             att.note = requests.sleep.note if requests.sleep else ""
             return self._launch(ctx, att, requests.launches)
         ended = f"the agent's process ended ({result.reason}) without a launch or a submit"
+        if result.state == "timeout":  # a stuck CLI: a reminder would cost another timeout_s
+            return GiveUp(f"{ended}: {_stderr_tail(result)}", stops_campaign=False, unresponsive=True)
         if att.nudges >= NUDGES_PER_ATTEMPT:
-            return GiveUp(f"{ended}, again after a reminder", stops_campaign=False)
+            return GiveUp(f"{ended}, again after a reminder", stops_campaign=False, unresponsive=True)
         att.nudges += 1
         reason = (f"You ended your session without a request ({result.reason}). Launch experiments and "
                   "sleep, or submit your change with a report. This is the only reminder: ending again "
@@ -364,6 +383,59 @@ class CommandAgent(Agent):
         if len(results) != len(att.pending):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views
+
+
+def agent_program(word: str) -> ProgramReach:
+    """Where the agent's command word `word` is found on the PATH every leg runs with (the channel
+    first, then `compute.env.default_path()`), with the install prefixes its sandbox binds
+    (`compute.programs.program_reach`). `ratchet check` calls this too, so it reports what a leg does."""
+    return program_reach(word, default_path())
+
+
+def leg_sandbox(reach: ProgramReach, network: bool, read_only: Sequence[str]) -> SandboxSpec:
+    """The sandbox of every leg: bwrap, the network when `network`, and read-only the prefixes of
+    the agent's program (`reach`) and `read_only` (`sandbox.read_only`)."""
+    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])))
+
+
+def did_not_start(result: JobResult, workspace: Path, began_ns: int) -> bool:
+    """Whether a leg that sent no request is a CLI that did not start: bwrap could not run it
+    (`bwrap: execvp ...`, `bwrap: ...` on stderr with exit code 1), or it failed (a non-zero exit
+    code) within START_GRACE_S with no file of the workspace (outside `.git` and the channel)
+    modified since `began_ns` (time.time_ns() before the leg). A quick exit code 0 is an agent that
+    chose to stop: it is reminded, as any leg without a request."""
+    if result.state != "failed":
+        return False
+    if result.exit_code == 1 and result.stderr_tail.lstrip().startswith("bwrap: "):
+        return True
+    if result.elapsed_s is None or result.elapsed_s >= START_GRACE_S:
+        return False
+    return not _changed_since(workspace, began_ns)
+
+
+def _changed_since(workspace: Path, began_ns: int) -> bool:
+    for root, dirs, files in os.walk(workspace):
+        if root == str(workspace):
+            dirs[:] = [d for d in dirs if d not in (".git", CHANNEL_DIR)]
+        for name in [*files, *dirs]:
+            try:
+                if os.lstat(os.path.join(root, name)).st_mtime_ns >= began_ns:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def start_problem(result: JobResult, reach: ProgramReach) -> str:
+    """The `start_failed` leg's problem: how the CLI ended, where its program was (not) found, and
+    its stderr tail (STDERR_TAIL_CHARS)."""
+    where = reach.problem or f"{reach.word} resolved to {reach.resolved or reach.exec_path}"
+    return f"the agent's CLI did not start ({result.reason}; {where}): {_stderr_tail(result)}"
+
+
+def _stderr_tail(result: JobResult) -> str:
+    tail = result.stderr_tail.strip()
+    return tail[-STDERR_TAIL_CHARS:] if tail else "(nothing on stderr)"
 
 
 def _read_stdout(result: JobResult) -> bytes:

@@ -65,6 +65,6 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
         raise ContractError("contract.invalid", "agent.kind = 'command' requires an [agent.command] section")
     rules = scope_rules(contract)
     task = TaskView(read_brief(root, contract), target_summary(contract), rules.allowed, rules.protected)
-    setup = CommandSetup(cfg, project, rules, Path(work_dir), task, dev_examples)
+    setup = CommandSetup(cfg, project, rules, Path(work_dir), task, dev_examples, tuple(contract.sandbox.read_only))
     return CommandAgent(setup, record_blob, record, run_job, budget_view=budget_view, wall_left=wall_left,
                         environ=environ, bwrap=bwrap)

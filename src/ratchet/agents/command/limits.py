@@ -58,3 +58,10 @@ OUTPUT_TAIL_CHARS = 2000
 
 NUDGES_PER_ATTEMPT = 1
 """Times an agent that exits without a request is woken again before its attempt ends `gave_up`."""
+
+START_GRACE_S = 1.0
+"""Seconds within which a leg that failed (a non-zero exit code) with nothing done (no request, no file of the workspace
+changed) is read as a CLI that did not start (`start_failed`), not as an agent that chose to stop."""
+
+STDERR_TAIL_CHARS = 1000
+"""Characters of the CLI's stderr tail kept in a `start_failed` leg's problem and its attempt's reason."""
