@@ -110,3 +110,13 @@ def test_the_sandbox_runs_a_venv_program_only_once_its_prefixes_are_bound(venv: 
     seen = run(reach.prefixes)
     assert seen.returncode == 0, seen.stderr
     assert seen.stdout.decode().strip() == f"venvtool 1.0 {venv}"
+
+
+def test_a_pip_user_install_binds_the_user_base_and_names_it(tmp_path: Path, monkeypatch):
+    home = tmp_path / "home" / "u"
+    monkeypatch.setenv("HOME", str(home))
+    script(home / ".local" / "bin" / "usertool", "#!/bin/sh\necho hi\n")
+    (home / ".local" / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    reach = program_reach("usertool", str(home / ".local" / "bin"))
+    assert outside_usr(reach.prefixes) == [str(home / ".local")] and reach.user_base == str(home / ".local")
+    assert program_reach("sh", "/usr/bin:/bin").user_base is None

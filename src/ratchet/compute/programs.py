@@ -48,7 +48,9 @@ class ProgramReach:
     interpreters: the `#!` interpreters followed, as written (an `env NAME` line: NAME resolved
     on PATH). exec_path: what the sandbox should run (`found` when a bound prefix covers it, else
     `resolved`; the word itself when not found). problem: why it cannot run (not found, not
-    executable), or None.
+    executable), or None. user_base: `~/.local` when the program is a `pip install --user` one
+    (its prefix): the sandbox's HOME is not the operator's, so Python finds that install only
+    through PYTHONUSERBASE; None otherwise.
     """
 
     word: str
@@ -58,11 +60,13 @@ class ProgramReach:
     interpreters: tuple[str, ...]
     exec_path: str
     problem: str | None = None
+    user_base: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The reach as JSON-ready values (`ratchet check --json`)."""
         return {"word": self.word, "found": self.found, "resolved": self.resolved, "prefixes": list(self.prefixes),
-                "interpreters": list(self.interpreters), "exec_path": self.exec_path, "problem": self.problem}
+                "interpreters": list(self.interpreters), "exec_path": self.exec_path, "problem": self.problem,
+                "user_base": self.user_base}
 
 
 def _home() -> str:
@@ -190,8 +194,9 @@ def program_reach(word: str, path: str) -> ProgramReach:
     elif interpreters and not os.path.exists(interpreters[-1]):
         problem = f"{found} names the interpreter {interpreters[-1]}, which does not exist"
     covered = any(found == p or found.startswith(p.rstrip("/") + "/") for p in prefixes)
+    user_base = os.path.join(_home(), ".local")
     return ProgramReach(word, found, resolved, tuple(prefixes), tuple(interpreters),
-                        found if covered else resolved, problem)
+                        found if covered else resolved, problem, user_base if user_base in prefixes else None)
 
 
 def _visit(literal: str, path: str, prefixes: list[str]) -> None:

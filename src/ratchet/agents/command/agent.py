@@ -284,8 +284,11 @@ class CommandAgent(Agent):
         reach = agent_program(argv[0])
         argv[0] = reach.exec_path
         sandbox = leg_sandbox(reach, cfg.network, self.setup.read_only)
+        env = self._env(att)
+        if reach.user_base:
+            env["PYTHONUSERBASE"] = reach.user_base
         spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(argv),
-                       workdir=att.workspace, env=self._env(att), timeout_s=timeout, sandbox=sandbox)
+                       workdir=att.workspace, env=env, timeout_s=timeout, sandbox=sandbox)
         return self.run_job(spec), reach
 
     def _env(self, att: _Attempt) -> dict[str, str]:
@@ -386,8 +389,8 @@ class CommandAgent(Agent):
 
 
 def agent_program(word: str) -> ProgramReach:
-    """Where the agent's command word `word` is found on the PATH every leg runs with (the channel
-    first, then `compute.env.default_path()`), with the install prefixes its sandbox binds
+    """Where the agent's command word `word` is found on the PATH every leg runs with (less the
+    channel, which holds only `ratchet-sys`: `compute.env.default_path()`), with the install prefixes its sandbox binds
     (`compute.programs.program_reach`). `ratchet check` calls this too, so it reports what a leg does."""
     return program_reach(word, default_path())
 

@@ -66,6 +66,8 @@ def version_probe(cfg: CommandAgentConfig, read_only: Sequence[str],
         work.mkdir()
         scratch.mkdir()
         env = {"PATH": default_path(), "LANG": JOB_LANG, "HOME": str(scratch), "TMPDIR": str(scratch)}
+        if reach.user_base:
+            env["PYTHONUSERBASE"] = reach.user_base
         sandbox = leg_sandbox(reach, cfg.network, read_only)
         wrapped = wrap_argv(argv, workdir=work, scratch=scratch, network=sandbox.network, env=env,
                             read_only=sandbox.read_only)
