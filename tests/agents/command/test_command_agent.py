@@ -70,6 +70,21 @@ def test_a_cli_installed_in_a_venv_outside_usr_is_seen_and_runs_to_a_submit(agen
     assert [(leg["kind"], leg["outcome"]) for leg in legs] == [("start", "launch"), ("wake", "submit")]
 
 
+def test_the_agents_sandbox_shows_sandbox_read_only(agent_project, write_script, tmp_path: Path):
+    p = agent_project
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "notes.txt").write_text("read me\n")
+    p.set_agent("sh " + write_script(p.root, "reads.sh", f"cat {shared}/notes.txt > report.txt || exit 0\n"
+                                     f"{TOOL} submit --report-file report.txt\n"))
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp), "without sandbox.read_only the file is not there"
+    (p.root / "ratchet.toml").write_text((p.root / "ratchet.toml").read_text() + f'read_only = ["{shared}"]\n')
+    p.commit_contract()
+    action = p.agent().start(p.context(2))
+    assert isinstance(action, Submit) and action.report == "read me\n"
+
+
 def test_a_command_that_does_not_exist_fails_to_start_with_bwraps_error_and_is_not_nudged(agent_project):
     p = agent_project
     p.set_agent("no-such-agent-cli --message-file {prompt}")
