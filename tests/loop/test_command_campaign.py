@@ -2,7 +2,8 @@
 coding agent driving the channel), killed mid-launch or before a leg's record and resumed; each
 leg's command line and output kept as blobs of the run, shown by `ratchet report --attempt` and the
 HTML report, checked by `ratchet verify`; each run in an agent folder of its own; token and dollar
-budgets counted from the usage the CLI reports."""
+budgets counted from the usage the CLI reports; the CLI found where it is installed, and one that does
+not start stopping the run `agent_unresponsive`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet, rechain
+from helpers import events, ratchet, rechain, set_contract, venv_agent_cli
 from repo_fixture import git
 
 from ratchet.compute.sandbox import probe_bwrap
@@ -104,7 +105,9 @@ def test_each_leg_of_a_real_run_keeps_its_command_line_and_what_the_bot_printed(
     blobs = run_blobs(root, run_id)
     start, wake = leg_events(root, run_id)[:2]
     argv = json.loads(blobs.get_bytes(start["argv_blob"]))
-    assert argv[:2] == ["python3", "agent/bot.py"] and argv[2].endswith("/.ratchet-sys/prompt.md"), argv
+    # The program as run: `python3` as found on the agent's PATH (compute.programs).
+    assert os.path.isabs(argv[0]) and Path(argv[0]).name.startswith("python3"), argv
+    assert argv[1] == "agent/bot.py" and argv[2].endswith("/.ratchet-sys/prompt.md"), argv
     printed = blobs.get_bytes(start["stdout_blob"]).decode()
     assert printed.startswith("bot: read the prompt: # Ratchet"), printed  # bot.py's first print
     assert start["stdout_bytes"] == len(printed.encode()) and start["stdout_truncated"] is False
@@ -121,7 +124,7 @@ def test_report_attempt_shows_each_leg_in_text_and_json(demo_run):
     legs = out["result"]["legs"]
     assert [(leg["leg"], leg["kind"], leg["outcome"], leg["exit_code"]) for leg in legs] == [
         (1, "start", "launch", 0), (2, "wake", "submit", 0)]
-    assert legs[0]["command"][:2] == ["python3", "agent/bot.py"]
+    assert Path(legs[0]["command"][0]).name.startswith("python3") and legs[0]["command"][1] == "agent/bot.py"
     assert [r["name"] for r in legs[0]["requests"]["launches"]] == ["explore"]
     assert legs[0]["requests"]["sleep"]["note"].startswith("explore: SWEEP_INDEX 0 is window 9")
     assert legs[1]["requests"]["submit"]["summary"] == "moving average, window 25"
@@ -130,7 +133,7 @@ def test_report_attempt_shows_each_leg_in_text_and_json(demo_run):
     text = subprocess.run([sys.executable, "-m", "ratchet", "report", run_id, "--dir", str(root), "--attempt", "1"],
                           capture_output=True, text=True, timeout=120, check=True).stdout
     assert "leg 1 start -> launch; ok, exit 0" in text, text
-    assert "command: python3 agent/bot.py /" in text
+    assert re.search(r"command: /\S*python3\S* agent/bot.py /", text), text
     assert "launch explore x2 (2 min): python3 model/explore.py" in text
     assert "submit: moving average, window 25" in text
     assert re.search(r"^\s+\| bot: results \[.*best window 25$", text, re.M), text
@@ -344,3 +347,60 @@ def test_the_leg_that_reaches_the_budget_is_the_last_and_verify_flags_a_leg_run_
     assert code == 3
     messages = [f["message"] for f in out["result"]["findings"] if f["code"] == "verify.budget"]
     assert any("leg 2 of attempt 1 ran after max_input_tokens was reached" in m for m in messages), messages
+
+
+# --- the agent's program found and bound, a CLI that does not start ----------------------------------
+
+def test_a_cli_on_the_path_in_a_venv_outside_usr_is_seen_and_its_candidate_promoted(tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    bin_dir = venv_agent_cli(tmp_path / "tools" / "venv")
+    set_contract(root, replace={'command = "python3 agent/bot.py {prompt}"': 'command = "venvbot {prompt}"'})
+    code, out, _ = ratchet("run", str(root), env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert code == 0, out
+    assert out["result"]["promotions"] == 1
+    evs = events(root, out["result"]["run_id"])
+    legs = [(e["data"]["kind"], e["data"]["outcome"]) for e in evs if e["kind"] == "agent.leg"]
+    assert legs[:2] == [("start", "launch"), ("wake", "submit")]
+    start = next(e["data"] for e in evs if e["kind"] == "agent.leg")
+    argv = json.loads(run_blobs(root, out["result"]["run_id"]).get_bytes(start["argv_blob"]))
+    assert argv[0] == str(bin_dir / "venvbot"), "the leg's command line names the program as found"
+
+
+def test_a_cli_that_does_not_exist_fails_to_start_and_the_run_stops_agent_unresponsive(tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    set_contract(root, replace={'command = "python3 agent/bot.py {prompt}"': 'command = "no-such-agent-cli {prompt}"',
+                                'kind = "command"\n': 'kind = "command"\nmax_idle_attempts = 2\n',
+                                "max_attempts = 2": "max_attempts = 6"})
+    code, out, _ = ratchet("run", str(root))
+    assert code == 0, out
+    assert out["result"]["stop_reason"] == "agent_unresponsive"
+    evs = events(root, out["result"]["run_id"])
+    legs = [e["data"] for e in evs if e["kind"] == "agent.leg"]
+    assert [(leg["attempt"], leg["kind"], leg["outcome"]) for leg in legs] == [(1, "start", "start_failed"),
+                                                                               (2, "start", "start_failed")]
+    assert all("bwrap: execvp no-such-agent-cli: No such file or directory" in leg["problem"] for leg in legs)
+    blobs = run_blobs(root, out["result"]["run_id"])
+    assert all(b"execvp no-such-agent-cli" in blobs.get_bytes(leg["stderr_blob"]) for leg in legs), \
+        "a leg that did not start keeps its stderr with the run"
+    gave_up = [e["data"] for e in evs if e["kind"] == "attempt.gave_up"]
+    assert [g["unresponsive"] for g in gave_up] == [True, True] and "execvp" in gave_up[-1]["reason"]
+    (stopped,) = [e["data"] for e in evs if e["kind"] == "run.stopped"]
+    assert stopped["detail"].startswith("2 attempts in a row ended without a working agent")
+    assert "execvp no-such-agent-cli" in stopped["detail"]
+
+
+def test_check_names_the_clis_resolved_executable_and_preflight_runs_its_version_in_the_sandbox(tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    venv = tmp_path / "tools" / "venv"
+    bin_dir = venv_agent_cli(venv)
+    set_contract(root, replace={'command = "python3 agent/bot.py {prompt}"': 'command = "venvbot {prompt}"'})
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    code, out, _ = ratchet("check", str(root), "--preflight", env=env)
+    assert code == 0, out
+    agent = out["result"]["agent"]
+    assert agent["program"]["resolved"] == str(bin_dir / "venvbot") and agent["will_run"] is True
+    assert str(venv) in agent["bound"]
+    assert agent["version"]["ok"] and agent["version"]["output"] == f"venvbot 1.0 {venv}"
+    code, out, _ = ratchet("check", str(root))  # venvbot not on the PATH: it will not run, and check says so
+    assert code == 0 and out["result"]["agent"]["will_run"] is False
+    assert any("venvbot is not found on the PATH" in w for w in out["result"]["warnings"])

@@ -152,9 +152,13 @@ class CommandAgentConfig(_Model):
 
 
 class AgentSection(_Model):
-    """[agent]: who proposes candidates; the subsection named by `kind` is required."""
+    """[agent]: who proposes candidates; the subsection named by `kind` is required.
+    max_idle_attempts: attempts in a row whose agent did not work (failed to start, timed out,
+    returned nothing usable, its server did not answer) after which the run stops
+    `agent_unresponsive`; 0: never."""
 
     kind: Literal["search", "files", "command", "llm"]
+    max_idle_attempts: Annotated[int, Field(ge=0)] = 3
     search: SearchAgentConfig | None = None
     files: FilesAgentConfig | None = None
     command: CommandAgentConfig | None = None

@@ -22,7 +22,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ratchet.core.errors import LedgerError
-from ratchet.core.vocab import JobStage, RunMode, StopReason, Variant
+from ratchet.core.vocab import JobStage, LegOutcome, RunMode, StopReason, Variant
 
 Json = Any
 """A JSON value kept as is (plan settings, a model call's record, per-example results)."""
@@ -154,7 +154,7 @@ class AgentLeg(Payload, frozen=True, kw_only=True):
     leg: int
     # `kind` is the event kind: the leg's kind is `leg_kind`, written under the key "kind".
     leg_kind: Literal["start", "wake", "nudge"] = msgspec.field(name="kind")
-    outcome: Literal["launch", "submit", "none", "channel_refused"]
+    outcome: LegOutcome
     problem: str | None = None
     message_blob: str | None = None
     requests_blob: str | None = None
@@ -172,8 +172,9 @@ class AgentLeg(Payload, frozen=True, kw_only=True):
     (`core.budget.agent_kinds.leg_charge`). UNSET: the leg's use is unknown (the CLI reported none,
     or a build before this field)."""
     argv_blob: str | None | UnsetType = UNSET
-    """The CLI's command line as run (a JSON list of strings, placeholders replaced); None: the leg
-    never got that far (a channel refused before it ran); UNSET in runs recorded before it was."""
+    """The CLI's command line as run (a JSON list of strings, its program as found, placeholders
+    replaced); None: the leg never got that far (a channel refused before it ran); UNSET in runs
+    recorded before it was."""
     stdout_blob: str | None | UnsetType = UNSET
     """The end of the leg's stdout: its last LEG_OUTPUT_CAP_BYTES bytes (agents.command.limits) as
     written; None when no output file was left (the process never started)."""
@@ -243,6 +244,9 @@ class AttemptSubmitted(Payload, frozen=True, kw_only=True):
     invalid: str | None | UnsetType = UNSET
     """Why the submission holds no candidate tree (None or UNSET: it holds one)."""
     diff_blob: str | None | UnsetType = UNSET
+    unresponsive: bool | UnsetType = UNSET
+    """True when no candidate came because the agent's server did not answer (counts toward
+    agent.max_idle_attempts); UNSET otherwise and in runs recorded before it was."""
 
 
 class AttemptGaveUp(Payload, frozen=True, kw_only=True):
@@ -253,6 +257,9 @@ class AttemptGaveUp(Payload, frozen=True, kw_only=True):
     reason: str
     stops_campaign: bool = True
     """The give-up ends the campaign, not only the attempt (format 1 runs: always)."""
+    unresponsive: bool | UnsetType = UNSET
+    """True when the agent did not work (failed to start, timed out, ended without a request after
+    a reminder): counts toward agent.max_idle_attempts; UNSET otherwise and in older runs."""
 
 
 class TrialPlanned(Payload, frozen=True, kw_only=True):

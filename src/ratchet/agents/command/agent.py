@@ -9,15 +9,20 @@ channel:
 - launches: the workspace's clean in-scope files become the experiments' tree -> `Launch`; the
   loop runs the jobs and calls `wake` with their results, delivered into `results/<launch>/<i>/`;
 - nothing: the agent is woken once with a reminder (a nudge); a second time, the attempt ends
-  `gave_up` (`GiveUp(stops_campaign=False)`).
+  `gave_up` (`GiveUp(stops_campaign=False)`);
+- nothing, from a CLI that did not start (`did_not_start`: bwrap could not run it, or it failed
+  within START_GRACE_S with nothing done) or that timed out: the attempt ends at once, unnudged,
+  its reason holding the CLI's stderr tail; such attempts count toward `agent.max_idle_attempts`.
 
 Each leg is charged the tokens and dollars its CLI reported (`core.budget.agent_kinds.leg_charge`,
 recorded as `agent.leg` data.charged). Once a model budget is reached no further leg runs: the
 attempt ends and the run stops `budget_exhausted` (`stopped_by_budget`). A leg whose CLI reported no
-usage while such a budget is limited ends the campaign (`agent_stopped`): its use cannot be counted.
+usage while such a budget is limited ends the campaign (`agent_stopped`): its use cannot be counted;
+a CLI that did not start (`start_failed`) used none, and its attempt ends as above.
 
 The CLI runs as one job on the local executor the kernel owns (whatever the trials' backend):
-stdin /dev/null, only allow-listed variables (`pass_env` names copied from the operator's
+stdin /dev/null, its program and that program's install prefix visible read-only (`agent_program`)
+with `sandbox.read_only`, only allow-listed variables (`pass_env` names copied from the operator's
 environment, nothing else of it), only its workspace writable, no network unless `network`, killed
 with all its descendants at the leg's time limit or when it exits. Without a working bwrap the
 agent is refused (SandboxError, exit 2).
@@ -33,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +64,8 @@ from ratchet.agents.command.limits import (
     LEG_OUTPUT_CAP_BYTES,
     MAX_SLEEPS_PER_ATTEMPT,
     NUDGES_PER_ATTEMPT,
+    START_GRACE_S,
+    STDERR_TAIL_CHARS,
     TOOL_NAME,
 )
 from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake_text
@@ -68,12 +76,14 @@ from ratchet.agents.command.workspace import ScopeRules, create_workspace, harve
 from ratchet.compute.artifacts import artifact_notes
 from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
 from ratchet.compute.env import default_path
+from ratchet.compute.programs import ProgramReach, program_reach
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.core.budget import BudgetStop, Charge, ResourceName
 from ratchet.core.budget.agent_kinds import COMMAND_RESOURCES, command_budget_stop, leg_charge
 from ratchet.core.contract import CommandAgentConfig
 from ratchet.core.errors import SandboxError
 from ratchet.core.payloads import AgentHarvested, AgentLeg
+from ratchet.core.vocab import LegOutcome
 
 RecordBlob = Callable[[bytes], str]
 """Store bytes as a blob of the run; returns its digest (the loop passes `kernel.blobs.put_bytes`)."""
@@ -92,9 +102,6 @@ returns its result (the loop passes `AgentLink.run_job`)."""
 LegKind = Literal["start", "wake", "nudge"]
 """start: the attempt's first leg (the prompt). wake: after launches ran. nudge: after a leg that
 ended without a request."""
-
-LegOutcome = Literal["launch", "submit", "none", "channel_refused"]
-"""How a leg ended: launches queued, a submit, no request, or a channel the kernel refused."""
 
 PROMPT_FILE = "prompt.md"
 WAKE_FILE = "wake.md"
@@ -120,7 +127,8 @@ class CommandSetup:
     directory outside the project, the run's own (`a0001/` workspaces go there; asked at each start
     and resume, as the run is known only once its kernel is open). task: what the prompt says.
     dev_examples: an examples target's dev split (JSON-ready values), None otherwise.
-    limits: the run's budget limits by resource (`core.budget.limits_of`; empty: none counted)."""
+    limits: the run's budget limits by resource (`core.budget.limits_of`; empty: none counted).
+    read_only: `sandbox.read_only`, bound into the agent's sandbox besides its program's prefixes."""
 
     config: CommandAgentConfig
     project: Any
@@ -129,6 +137,7 @@ class CommandSetup:
     task: TaskView
     dev_examples: Sequence[Any] | None = None
     limits: Mapping[ResourceName, float] = field(default_factory=dict)
+    read_only: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -268,7 +277,8 @@ class CommandAgent(Agent):
         run = _LegRun()
         try:
             self._prepare_channel(att, name, message)
-            spec = self._leg_spec(att, kind, name, message)
+            spec, reach = self._leg_spec(att, kind, name, message)
+            began = time.time_ns()
             run = _LegRun(spec.argv, self.run_job(spec))
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
@@ -278,6 +288,12 @@ class CommandAgent(Agent):
                                                                        stops_campaign=False)
         assert run.result is not None
         outcome: LegOutcome = "submit" if requests.submit else "launch" if requests.launches else "none"
+        if outcome == "none" and did_not_start(run.result, att.workspace, began):
+            problem = start_problem(run.result, reach)
+            charge = self._record_leg(att, kind, message, run, requests, "start_failed", problem)
+            # A CLI that did not start used no model (unless it said otherwise): no usage is no stop.
+            ended = self._budget_end(att, run.result, charge) if charge is not None else None
+            return ended or GiveUp(problem, stops_campaign=False, unresponsive=True)
         charge = self._record_leg(att, kind, message, run, requests, outcome, None)
         return self._budget_end(att, run.result, charge) or self._decide(ctx, att, requests, run.result)
 
@@ -325,9 +341,10 @@ class CommandAgent(Agent):
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None
 
-    def _leg_spec(self, att: _Attempt, kind: LegKind, name: str, message: str) -> JobSpec:
-        """The job that runs the CLI for one leg: its argv rendered from the template, its limit,
-        its sandbox; stdout and stderr each capped at LEG_OUTPUT_CAP_BYTES (their end kept)."""
+    def _leg_spec(self, att: _Attempt, kind: LegKind, name: str, message: str) -> tuple[JobSpec, ProgramReach]:
+        """The job that runs the CLI for one leg: its argv rendered from the template (its program
+        as found: `agent_program`), its limit, its sandbox (`leg_sandbox`); stdout and stderr each
+        capped at LEG_OUTPUT_CAP_BYTES (their end kept). Also where its program was found."""
         cfg = self.setup.config
         channel = att.workspace / CHANNEL_DIR
         values = {"prompt": str(channel / name), "prompt_text": message, "workspace": str(att.workspace),
@@ -339,9 +356,16 @@ class CommandAgent(Agent):
         left = self.wall_left() if self.wall_left is not None else None
         if left is not None:
             timeout = max(1.0, min(timeout, left))
-        return JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(render_argv(template, values)),
-                       workdir=att.workspace, env=self._env(att), timeout_s=timeout,
-                       sandbox=SandboxSpec(mode="bwrap", network=cfg.network), output_cap_bytes=LEG_OUTPUT_CAP_BYTES)
+        argv = render_argv(template, values)
+        reach = agent_program(argv[0])
+        argv[0] = reach.exec_path
+        sandbox = leg_sandbox(reach, cfg.network, self.setup.read_only)
+        env = self._env(att)
+        if reach.user_base:
+            env["PYTHONUSERBASE"] = reach.user_base
+        spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(argv), workdir=att.workspace,
+                       env=env, timeout_s=timeout, sandbox=sandbox, output_cap_bytes=LEG_OUTPUT_CAP_BYTES)
+        return spec, reach
 
     def _env(self, att: _Attempt) -> dict[str, str]:
         """The agent's complete environment: allow-listed values and the `pass_env` names."""
@@ -396,8 +420,10 @@ class CommandAgent(Agent):
             att.note = requests.sleep.note if requests.sleep else ""
             return self._launch(ctx, att, requests.launches)
         ended = f"the agent's process ended ({result.reason}) without a launch or a submit"
+        if result.state == "timeout":  # a stuck CLI: a reminder would cost another timeout_s
+            return GiveUp(f"{ended}: {_stderr_tail(result)}", stops_campaign=False, unresponsive=True)
         if att.nudges >= NUDGES_PER_ATTEMPT:
-            return GiveUp(f"{ended}, again after a reminder", stops_campaign=False)
+            return GiveUp(f"{ended}, again after a reminder", stops_campaign=False, unresponsive=True)
         att.nudges += 1
         reason = (f"You ended your session without a request ({result.reason}). Launch experiments and "
                   "sleep, or submit your change with a report. This is the only reminder: ending again "
@@ -446,4 +472,57 @@ class CommandAgent(Agent):
         if len(results) != len(att.pending):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views
+
+
+def agent_program(word: str) -> ProgramReach:
+    """Where the agent's command word `word` is found on the PATH every leg runs with (less the
+    channel, which holds only `ratchet-sys`: `compute.env.default_path()`), with the install prefixes its sandbox binds
+    (`compute.programs.program_reach`). `ratchet check` calls this too, so it reports what a leg does."""
+    return program_reach(word, default_path())
+
+
+def leg_sandbox(reach: ProgramReach, network: bool, read_only: Sequence[str]) -> SandboxSpec:
+    """The sandbox of every leg: bwrap, the network when `network`, and read-only the prefixes of
+    the agent's program (`reach`) and `read_only` (`sandbox.read_only`)."""
+    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])))
+
+
+def did_not_start(result: JobResult, workspace: Path, began_ns: int) -> bool:
+    """Whether a leg that sent no request is a CLI that did not start: bwrap could not run it
+    (`bwrap: execvp ...`, `bwrap: ...` on stderr with exit code 1), or it failed (a non-zero exit
+    code) within START_GRACE_S with no file of the workspace (outside `.git` and the channel)
+    modified since `began_ns` (time.time_ns() before the leg). A quick exit code 0 is an agent that
+    chose to stop: it is reminded, as any leg without a request."""
+    if result.state != "failed":
+        return False
+    if result.exit_code == 1 and result.stderr_tail.lstrip().startswith("bwrap: "):
+        return True
+    if result.elapsed_s is None or result.elapsed_s >= START_GRACE_S:
+        return False
+    return not _changed_since(workspace, began_ns)
+
+
+def _changed_since(workspace: Path, began_ns: int) -> bool:
+    for root, dirs, files in os.walk(workspace):
+        if root == str(workspace):
+            dirs[:] = [d for d in dirs if d not in (".git", CHANNEL_DIR)]
+        for name in [*files, *dirs]:
+            try:
+                if os.lstat(os.path.join(root, name)).st_mtime_ns >= began_ns:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def start_problem(result: JobResult, reach: ProgramReach) -> str:
+    """The `start_failed` leg's problem: how the CLI ended, where its program was (not) found, and
+    its stderr tail (STDERR_TAIL_CHARS)."""
+    where = reach.problem or f"{reach.word} resolved to {reach.resolved or reach.exec_path}"
+    return f"the agent's CLI did not start ({result.reason}; {where}): {_stderr_tail(result)}"
+
+
+def _stderr_tail(result: JobResult) -> str:
+    tail = result.stderr_tail.strip()
+    return tail[-STDERR_TAIL_CHARS:] if tail else "(nothing on stderr)"
 

@@ -68,7 +68,8 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
     rules = scope_rules(contract)
     task = TaskView(read_brief(root, contract), target_summary(contract), rules.allowed, rules.protected)
     where = work_dir if callable(work_dir) else _fixed(Path(work_dir))
-    setup = CommandSetup(cfg, project, rules, where, task, dev_examples, limits_of(contract))
+    setup = CommandSetup(cfg, project, rules, where, task, dev_examples, limits_of(contract),
+                         tuple(contract.sandbox.read_only))
     return CommandAgent(setup, record_blob, record, run_job, budget_view=budget_view, wall_left=wall_left,
                         spent=spent, environ=environ, bwrap=bwrap)
 
