@@ -244,7 +244,8 @@ def test_each_leg_records_its_command_line_and_its_output_as_blobs(agent_project
     assert isinstance(action, Submit)
     (leg,) = p.recorder.legs()
     argv = json.loads(p.recorder.blobs[leg["argv_blob"]])
-    assert argv[:2] == ["sh", "agent/talk.sh"] and argv[2].endswith("/.ratchet-sys/prompt.md")
+    assert argv[0].startswith("/") and Path(argv[0]).name == "sh", "the program as found on the leg's PATH"
+    assert argv[1:2] == ["agent/talk.sh"] and argv[2].endswith("/.ratchet-sys/prompt.md")
     out = p.recorder.text(leg["stdout_blob"])
     assert out.startswith("thinking\n") and out.endswith("after the submit\n")
     assert p.recorder.text(leg["stderr_blob"]) == "a warning\n"
@@ -272,9 +273,8 @@ def test_a_missing_binary_leaves_its_error_in_the_legs_record(agent_project):
     p = agent_project
     p.set_agent("no-such-agent-cli {prompt}")
     action = p.agent().start(p.context())
-    assert isinstance(action, GiveUp)
-    legs = p.recorder.legs()
-    assert [leg["outcome"] for leg in legs] == ["none", "none"]
-    assert all(leg["exit_code"] != 0 for leg in legs)
-    assert "no-such-agent-cli" in p.recorder.text(legs[0]["stderr_blob"])
-    assert json.loads(p.recorder.blobs[legs[0]["argv_blob"]])[0] == "no-such-agent-cli"
+    assert isinstance(action, GiveUp) and action.unresponsive
+    (leg,) = p.recorder.legs()  # start_failed: not reminded
+    assert leg["outcome"] == "start_failed" and leg["exit_code"] != 0
+    assert "no-such-agent-cli" in p.recorder.text(leg["stderr_blob"])
+    assert json.loads(p.recorder.blobs[leg["argv_blob"]])[0] == "no-such-agent-cli", "not found: run as written"
