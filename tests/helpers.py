@@ -101,3 +101,22 @@ def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     low = 0.0 if successes == 0 else float(beta.ppf(a, successes, n - successes + 1))
     high = 1.0 if successes == n else float(beta.ppf(1.0 - a, successes + 1, n - successes))
     return low, high
+
+
+def venv_agent_cli(where: Path, name: str = "venvbot") -> Path:
+    """A coding-agent CLI installed the way pipx or `pip install` into a venv does it: a real venv
+    (`python -m venv`, no pip) at `where`, outside /usr and outside every sandbox's default view,
+    whose `bin/<name>` is a script run by the venv's own python. `<name> --version` prints
+    `<name> 1.0 <the venv>`; any other call runs the workspace's `agent/bot.py` (the example's scripted
+    agent: it launches, sleeps, edits and submits through the channel). Returns the venv's bin directory."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    cli = where / "bin" / name
+    cli.write_text(f"#!{where}/bin/python\n"
+                   "import runpy, sys\n"
+                   "if sys.argv[1:] == ['--version']:\n"
+                   f"    print('{name} 1.0', sys.prefix)\n"
+                   "    sys.exit(0)\n"
+                   "sys.argv = ['agent/bot.py', *sys.argv[1:]]\n"
+                   "runpy.run_path('agent/bot.py', run_name='__main__')\n")
+    cli.chmod(0o755)
+    return where / "bin"

@@ -82,3 +82,51 @@ def test_the_uncommitted_warning_names_only_inputs_read_from_head(make_repo, tmp
     git(root, "checkout", "--", "bench.py")
     code, out, _ = ratchet("check", str(root))
     assert not [w for w in out["result"]["warnings"] if "uncommitted" in w]  # the contract and candidates are live
+
+
+FILES_AGENT = '[agent]\nkind = "files"\n\n[agent.files]\npath = "candidates"\n'
+SEARCH_AGENT = CONTRACT[CONTRACT.index("[agent]"):]
+
+
+@pytest.mark.parametrize(("agent", "key", "value"), [
+    ("search", "max_usd", "1.5"), ("search", "max_input_tokens", "1000"), ("search", "max_model_calls", "3"),
+    ("files", "max_usd", "1.5"), ("files", "max_input_tokens", "1000"), ("files", "max_model_calls", "3"),
+])
+def test_a_model_budget_of_an_agent_without_a_model_is_refused_by_check_as_by_run(make_repo, tmp_path: Path,
+                                                                                   agent: str, key: str, value: str):
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, replace={SEARCH_AGENT: FILES_AGENT} if agent == "files" else {},
+                 append=f"\n[budget]\n{key} = {value}\n")
+    check, run = _both(root)
+    assert check == run and check[0] == 2 and check[1]["code"] == "contract.unenforceable_budget"
+    assert f"budget.{key} = {value}" in check[1]["message"] and f"agent.kind = '{agent}'" in check[1]["message"]
+    assert not (root / ".ratchet" / "runs").exists()  # refused before any run opened
+
+
+COMMAND_AGENT = '[agent]\nkind = "command"\n\n[agent.command]\ncommand = "{cli} {{prompt}}"\n'
+
+
+@pytest.mark.parametrize(("cli", "budget", "refused"), [
+    ("python3 agent/bot.py", "max_model_calls = 5", "max_model_calls"),
+    ("python3 agent/bot.py", "max_usd = 2.0", "max_usd"),
+    ("python3 agent/bot.py", "max_input_tokens = 100000\nmax_output_tokens = 1000", None),
+    ("claude -p", "max_usd = 2.0", None),
+])
+def test_a_command_agent_is_refused_the_budgets_its_cli_cannot_report(make_repo, tmp_path: Path, cli: str,
+                                                                      budget: str, refused: str | None):
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, replace={SEARCH_AGENT: COMMAND_AGENT.format(cli=cli)}, append=f"\n[budget]\n{budget}\n")
+    code, out, err = ratchet("check", str(root))
+    if refused is None:
+        assert code == 0, (out, err)
+        return
+    assert code == 2 and out["error"]["code"] == "contract.unenforceable_budget", out
+    assert f"budget.{refused} =" in out["error"]["message"]
+
+
+def test_a_price_lets_a_command_agent_hold_a_dollar_budget(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    agent = COMMAND_AGENT.format(cli="python3 agent/bot.py") + "\n[agent.command.price]\ninput_usd_per_mtok = 3.0\n"
+    set_contract(root, replace={SEARCH_AGENT: agent}, append="\n[budget]\nmax_usd = 2.0\n")
+    code, out, err = ratchet("check", str(root))
+    assert code == 0, (out, err)

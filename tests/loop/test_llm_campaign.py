@@ -15,7 +15,7 @@ import pytest
 from helpers import events, ratchet, rechain, set_contract
 
 _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents" / "llm"))
-from llm_server import ChatServer, reply  # noqa: E402
+from llm_server import ChatServer, reply, status  # noqa: E402
 
 KEY = "sk-test-CAMPAIGN-0123456789abcdef"
 
@@ -156,3 +156,37 @@ def test_on_an_examples_target_the_model_sees_dev_failures_and_of_val_only_the_v
     assert any(ex.input in prompt for ex in data.split.dev), "the baseline's dev failures are shown"
     for ex in data.split.val + data.split.test:
         assert ex.input not in prompt, f"val/test input {ex.input!r} reached the model"
+
+
+def dead_url() -> str:
+    """A chat-completions URL on a port of 127.0.0.1 nothing listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_dead_server_stops_the_run_agent_unresponsive_after_max_idle_attempts(bench_repo: Path):
+    llm_project(bench_repo, dead_url(), budget="max_attempts = 8")
+    set_contract(bench_repo, replace={"request_timeout_s = 5\n": "request_timeout_s = 5\nmax_retries = 0\n"})
+    code, out, _ = ratchet("run", str(bench_repo), env=run_env())
+    assert code == 0, out
+    assert out["result"]["stop_reason"] == "agent_unresponsive"
+    evs = events(bench_repo, out["result"]["run_id"])
+    submitted = [e["data"] for e in evs if e["kind"] == "attempt.submitted"]
+    assert len(submitted) == 3, "agent.max_idle_attempts defaults to 3"
+    assert all(s["unresponsive"] and "connection_error" in s["invalid"] for s in submitted)
+    (stopped,) = [e["data"] for e in evs if e["kind"] == "run.stopped"]
+    assert "3 attempts in a row" in stopped["detail"] and "cannot reach http://127.0.0.1:" in stopped["detail"]
+
+
+def test_a_server_that_refuses_the_model_stops_the_run_at_once(bench_repo: Path, server):
+    server.default = status(404, "The model `test-model` does not exist")
+    llm_project(bench_repo, server.url, budget="max_attempts = 8")
+    code, out, _ = ratchet("run", str(bench_repo), env=run_env())
+    assert code == 0, out
+    assert out["result"]["stop_reason"] == "agent_stopped"
+    evs = events(bench_repo, out["result"]["run_id"])
+    assert len([e for e in evs if e["kind"] == "attempt.started"]) == 1

@@ -57,3 +57,14 @@ def test_a_leg_shows_its_command_requests_output_and_a_missing_blob():
     assert view["stderr"]["missing"] and "missing or damaged" in stream_heading("stderr", view["stderr"])
     assert leg_heading(view) == ("leg 2 wake -> launch; failed, exit 1; 3.0 s; "
                                  "tokens input_tokens 1,200, output_tokens 30")
+
+
+def test_a_charged_leg_shows_its_cost_and_charge():
+    leg = AgentLeg(attempt=1, leg=1, leg_kind="start", outcome="launch", state="ok", exit_code=0, elapsed_s=2,
+                   tokens={"input_tokens": 4_200_000, "output_tokens": 900}, cost_usd=2.5,
+                   charged={"input_tokens": 4_200_000, "output_tokens": 900, "usd": 2.5})
+    (view,) = leg_views([leg], lambda d: None, str)
+    assert view["cost_usd"] == 2.5 and view["charged"] == {"input_tokens": 4_200_000, "output_tokens": 900, "usd": 2.5}
+    assert leg_heading(view).endswith("; charged input_tokens 4,200,000, output_tokens 900, usd 2.5000")
+    (unknown,) = leg_views([AgentLeg(attempt=1, leg=1, leg_kind="start", outcome="none")], lambda d: None, str)
+    assert unknown["charged"] is None and unknown["cost_usd"] is None

@@ -79,6 +79,10 @@ class Submit:
     summary: str
     params: Mapping[str, Any] | None = None
     invalid: str | None = None
+    unresponsive: bool = False
+    """The agent could not produce a candidate because what it depends on did not answer (the llm
+    agent's server: no reply after every retry); `invalid` says what. Counts toward
+    `agent.max_idle_attempts`."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,10 @@ class GiveUp:
 
     reason: str
     stops_campaign: bool = True
+    unresponsive: bool = False
+    """The attempt ended because the agent did not work (its CLI failed to start, timed out, or
+    ended twice without a request): counts toward `agent.max_idle_attempts`, after which the run
+    stops `agent_unresponsive`."""
 
 
 Action = Launch | Submit | GiveUp

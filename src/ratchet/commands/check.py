@@ -82,6 +82,10 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         warnings.extend(extra["examples"].pop("warnings"))
     if preflight:
         extra["preflight"] = _preflight(loaded, git)
+    agent = {"kind": contract.agent.kind, **_agent_detail(contract)}
+    if contract.agent.kind == "command":
+        agent.update(command_agent_summary(contract, preflight))
+        warnings.extend(agent.pop("warnings"))
     return {
         **extra,
         "inputs": {"working_tree": list(working_tree_inputs(contract)), "head": "everything else"},
@@ -94,7 +98,7 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
             "protected": list(contract.protected_paths),
             "hidden": list(contract.hidden_paths),
         },
-        "agent": {"kind": contract.agent.kind, **_agent_detail(contract)},
+        "agent": agent,
         "gate": gate,
         "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
                    "worst_case_units": worst},
@@ -153,6 +157,24 @@ def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
     if m.failed:
         raise preflight_error(loaded, git, tree, sandbox, m, tail)
     return {"commit": commit, "state": m.state, "value": m.value, "reason": m.reason}
+
+
+def command_agent_summary(contract: Contract, preflight: bool) -> dict[str, Any]:
+    """A command agent's CLI as a leg will run it (agents.command.probe.program_summary): "program",
+    "bound", "will_run", and with `preflight` "version" (`<program> --version` in the agent's
+    sandbox: probe.version_probe); "warnings" when it will not run or the probe failed."""
+    from ratchet.agents.command.probe import program_summary, version_probe
+
+    cfg = contract.agent.command
+    assert cfg is not None
+    summary = program_summary(cfg, contract.sandbox.read_only)
+    if preflight and summary["will_run"] is not False:
+        version = summary["version"] = version_probe(cfg, contract.sandbox.read_only)
+        if not version["ok"]:
+            summary["warnings"].append(
+                f"`{' '.join(version['argv'])}` failed in the agent's sandbox (exit code {version['exit_code']}): "
+                f"{version['output'] or '(no output)'}")
+    return summary
 
 
 def _agent_detail(contract: Contract) -> dict[str, Any]:
@@ -237,8 +259,9 @@ def environment_summary(contract: Contract, resolved: str) -> dict[str, Any]:
     not_set = [n for n in s.pass_env if n not in passed]
     warnings = []
     if hidden:
-        warnings.append(f"PATH entries a sandboxed job cannot see: {', '.join(hidden)} (programs there are not "
-                        "found in the sandbox; add what they need to sandbox.read_only)")
+        warnings.append(f"PATH entries a sandboxed job cannot see: {', '.join(hidden)} (programs a job runs from "
+                        "there are not found in its sandbox; add what they need to sandbox.read_only. A command "
+                        "agent's own program is found and bound by itself: see agent above)")
     if missing:
         warnings.append(f"sandbox.read_only paths that do not exist here: {', '.join(missing)}")
     if not_set:

@@ -26,6 +26,7 @@ hidden = []              # never present in an agent's workspace
 
 [agent]
 kind = "search"          # search | files | command | llm
+max_idle_attempts = 3    # attempts in a row whose agent did not work before the run stops (0: never)
 [agent.search]
 file = "params.toml"     # tunables are written into this file (.toml or .json)
 sampler = "tpe"          # tpe | random
@@ -61,6 +62,9 @@ sampler = "tpe"          # tpe | random
 # network = false
 # timeout_s = 3600.0       # seconds per leg
 # brief = "BRIEF.md"       # the task, in your words
+# [agent.command.price]    # USD per million tokens the CLI reports (budget.max_usd when it reports no cost)
+# input_usd_per_mtok = 0.0
+# output_usd_per_mtok = 0.0
 
 [gate]
 alpha = 0.05             # the campaign's type-I error budget
@@ -81,9 +85,9 @@ max_gpu_hours = 0.0
 max_wall = "0"           # seconds, or "90s" / "45m" / "2h"
 max_val_trials = 0       # examples: how many candidates may be measured on val
 max_model_calls = 0      # llm agent: model calls
-max_input_tokens = 0     # llm agent: input tokens (each call reserves its request size first)
-max_output_tokens = 0    # llm agent: output tokens (each call reserves agent.llm.max_output_tokens first)
-max_usd = 0.0            # llm agent: dollars, priced from [agent.llm.price]
+max_input_tokens = 0     # llm, command agents: input tokens (llm: each call reserves its request size first)
+max_output_tokens = 0    # llm, command agents: output tokens
+max_usd = 0.0            # llm, command agents: dollars (reported, or priced from [agent.*.price])
 
 [compute]
 backend = "local"        # local | slurm

@@ -2,7 +2,8 @@
 what `run` then refuses: a contract that does not validate, a setting this build cannot run, a folder
 that is not the top of a git repository (a project in a subfolder of one included), a repository
 without a commit, a `sandbox.mode = "bwrap"` whose sandbox does not work here, a files agent whose
-candidates folder is missing.
+candidates folder is missing, a budget the agent kind cannot enforce
+(`core.budget.agent_kinds.unenforceable_budgets`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from pathlib import Path
 from ratchet.commands.contract_file import load_contract
 from ratchet.compute.factory import check_compute
 from ratchet.compute.sandbox import resolve_mode
+from ratchet.core.budget.agent_kinds import unenforceable_budgets
+from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
-from ratchet.core.errors import DataError
+from ratchet.core.errors import ContractError, DataError
 from ratchet.core.unsupported import refuse_unsupported
 from ratchet.workspace.git import Git
 
@@ -24,10 +27,12 @@ def check_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCon
 
     Raises ContractError (`contract.*`), UnsupportedError (`unsupported.*`), DataError /
     GitError `git.not_a_repo` (also for a project in a subfolder of a repository), GitError
-    `git.no_commits`, SandboxError `sandbox.unavailable`, DataError from the files agent's folder;
-    all exit 2."""
+    `git.no_commits`, SandboxError `sandbox.unavailable`, DataError from the files agent's folder,
+    ContractError `contract.unenforceable_budget` (not for compare, which runs no agent); all exit 2."""
     loaded = load_contract(directory)
     refuse_unsupported(loaded.contract, agent=not for_compare)
+    if not for_compare:
+        refuse_unenforceable_budgets(loaded.contract)
     check_compute(loaded.contract.compute)
     if not Git.is_repo(loaded.root):
         raise DataError("git.not_a_repo", f"{loaded.root} is not a git repository",
@@ -41,3 +46,16 @@ def check_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCon
 
         list_candidates(loaded.root / files.path)
     return loaded, git
+
+
+def refuse_unenforceable_budgets(contract: Contract) -> None:
+    """Raise ContractError `contract.unenforceable_budget` (exit 2) naming the first limited budget
+    the contract's agent kind cannot enforce (`unenforceable_budgets`), if any."""
+    refused = unenforceable_budgets(contract)
+    if refused:
+        first = refused[0]
+        others = [f"budget.{r.budget}" for r in refused[1:]]
+        also = f" (also: {', '.join(others)})" if others else ""
+        raise ContractError("contract.unenforceable_budget",
+                            f"budget.{first.budget} = {getattr(contract.budget, first.budget):g} cannot be enforced: "
+                            f"{first.why}{also}", hint=first.hint)

@@ -108,7 +108,8 @@ def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore,
         settings = _settings(view, contract, [p for p, i in inputs if not isinstance(i, Finding)])
         findings += audit.check_without_jobs(view)
         findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
-        findings += audit.check_budgets(view)
+        command = contract.agent.command if contract.agent.kind == "command" else None
+        findings += audit.check_budgets(view, command.price if command is not None else None)
         signature_findings, notes = audit.check_signatures(view, SIGNED_KINDS, check_signature, given_key)
         findings += signature_findings
         planned: list[Planned] = []

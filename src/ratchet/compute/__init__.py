@@ -5,7 +5,8 @@ to an executor), `local.py` (the local process pool) with `job_process.py` (one 
 `streams.py` (its capped output and stdin), `outcome.py` (its end as a JobResult), `artifacts.py`
 (the files a job declared, copied back once it ended), `pids.py`,
 `reaper.py` and `cgroup.py` (every process of a job kept in reach and killed), `sandbox.py`
-(bubblewrap), `env.py` (a job's environment), `gpus.py` (GPU devices), `slurm.py` (Slurm job arrays)
+(bubblewrap) with `programs.py` (where a command's program and its install prefix are, for the sandbox
+to bind), `env.py` (a job's environment), `gpus.py` (GPU devices), `slurm.py` (Slurm job arrays)
 with `slurm_states.py` (what Slurm says, pure) and `slurm_task.py` (the wrapper a Slurm task runs),
 `cache.py` (the measurement cache).
 

@@ -15,10 +15,12 @@ from typing import Any, Literal
 
 from ratchet.core.audit_view import Judged, Planned, RunView
 from ratchet.core.budget import RESOURCES, Account, Charge, Reservation
+from ratchet.core.budget.agent_kinds import COMMAND_RESOURCES, command_budget_stop, leg_charge
+from ratchet.core.contract_llm import LlmPrice
 from ratchet.core.events import Event
 from ratchet.core.gate import WITHOUT_JOBS
 from ratchet.core.gate_design import margin_for_state
-from ratchet.core.payloads import ModelCalled, ModelReserved, given
+from ratchet.core.payloads import AgentLeg, ModelCalled, ModelReserved, given
 from ratchet.core.vocab import Stage
 
 FindingCode = Literal[
@@ -50,7 +52,8 @@ FINDINGS: Mapping[str, str] = {
     "verify.results_missing": "a job the verdict needed has no job.finished before the verdict",
     "verify.without_jobs": "a verdict reached without jobs is not one the ledger supports",
     "verify.promotion": "a promotion not backed by an accepted trial (and, with confirm, an accepted confirmation)",
-    "verify.budget": "attempts, job-units or val trials beyond their budget",
+    "verify.budget": "attempts, job-units, val trials, GPU-hours or model use beyond their budget, or a charge that "
+                     "is not what the recorded usage gives",
     "verify.holdout": "the holdout measured more than once, without a promotion, or on units a decision used",
     "verify.test_split": "a test, val or dev example measured outside the stages allowed to see it",
     "verify.signature": "a signed event's signature is missing or does not verify",
@@ -281,12 +284,13 @@ def check_promotions(view: RunView, confirms: bool) -> list[Finding]:
     return out
 
 
-def check_budgets(view: RunView) -> list[Finding]:
+def check_budgets(view: RunView, command_price: LlmPrice | None = None) -> list[Finding]:
     """Attempts (each number once, at most max_attempts), job-units charged (at most
     max_evaluations when set), examples trials on val (at most max_val_trials when set), and what
-    jobs and model calls used (GPU-hours, model calls, tokens, dollars: `check_settled`), against
-    the limits run.started recorded."""
-    out: list[Finding] = check_settled(view)
+    jobs, model calls and a command agent's legs used (GPU-hours, model calls, tokens, dollars:
+    `check_settled`, `check_legs` with `command_price`, the contract's `[agent.command.price]`),
+    against the limits run.started recorded."""
+    out: list[Finding] = check_settled(view) + check_legs(view, command_price or LlmPrice())
     limits = view.limits
     numbers = [n for _, n in view.attempts_started]
     cap = limits.get("max_attempts")
@@ -333,6 +337,47 @@ def check_settled(view: RunView) -> list[Finding]:
                                                        f"{gpu.fmt(limit)}"))
             break
     return out + _model_reservations(view)
+
+
+def check_legs(view: RunView, price: LlmPrice) -> list[Finding]:
+    """A command agent's legs (`agent.leg`), by the rule the agent enforces: each leg's `charged` is
+    what its reported `tokens` and `cost_usd` give (`leg_charge` with `price`; a leg that reported
+    usage under a limited token or dollar budget must carry one), and no leg ran once the charges
+    before it had reached a limit (`command_budget_stop`). The leg that reaches a limit may pass it."""
+    limits = {r.name: float(view.limits[r.attribute]) for r in RESOURCES
+              if r.name in COMMAND_RESOURCES and isinstance(view.limits.get(r.attribute), int | float)}
+    limited = any(limits.values())
+    spent, out, late = Charge(), [], False
+    for e in view.legs:
+        leg = e.payload
+        assert isinstance(leg, AgentLeg)  # read_view keeps only these
+        name = f"leg {leg.leg} of attempt {leg.attempt}"
+        stop = command_budget_stop(limits, spent)
+        if stop is not None and leg.job_id is not None and not late:
+            late = True
+            out.append(Finding("verify.budget", e.seq, f"{name} ran after {stop.name} was reached: {stop.detail}"))
+        cost = given(leg.cost_usd)
+        expected = leg_charge(leg.tokens or {}, float(cost) if cost is not None else None, price)
+        charged = given(leg.charged)
+        if charged is None:
+            if expected is not None and limited:
+                out.append(Finding("verify.budget", e.seq, f"{name} reported usage but was charged nothing"))
+            continue
+        try:
+            counted = Charge.from_json(charged)
+        except (KeyError, ValueError, TypeError, AttributeError):
+            out.append(Finding("verify.budget", e.seq, f"{name}: its charge does not read as one"))
+            continue
+        if not _same_charge(counted, expected or Charge()):
+            shown = expected.to_json() if expected is not None else {}
+            out.append(Finding("verify.budget", e.seq, f"{name} was charged {counted.to_json()}, but its reported "
+                                                       f"usage gives {shown}"))
+        spent = spent + counted
+    return out
+
+
+def _same_charge(a: Charge, b: Charge) -> bool:
+    return all(math.isclose(a[r.name], b[r.name], rel_tol=REL_TOL, abs_tol=ABS_TOL) for r in RESOURCES)
 
 
 def _model_reservations(view: RunView) -> list[Finding]:

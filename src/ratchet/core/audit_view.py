@@ -15,6 +15,7 @@ from msgspec import UNSET
 
 from ratchet.core.events import Event
 from ratchet.core.payloads import (
+    AgentLeg,
     AttemptStarted,
     AttemptSubmitted,
     ChampionPromoted,
@@ -103,7 +104,8 @@ class RunView:
     """A run's events as the checks read them (see `read_view`). `started`: the run.started data
     ({} when the first event is not one); `champion_at`: (seq, champion tree) after the baseline
     and each promotion, in order; `blob_refs`: (seq, key path, digest) of every `*_blob` value;
-    `model_events`: every `model.reserved` and `model.called`, in ledger order."""
+    `model_events`: every `model.reserved` and `model.called`, in ledger order; `legs`: every
+    `agent.leg`, in ledger order."""
 
     events: Sequence[Event]
     started: RunStarted | None
@@ -116,6 +118,7 @@ class RunView:
     blob_refs: list[tuple[int, str, str]] = field(default_factory=list)
     champion_at: list[tuple[int, Any]] = field(default_factory=list)
     model_events: list[Event] = field(default_factory=list)
+    legs: list[Event] = field(default_factory=list)
     _first_judged: dict[tuple[str, str], Judged] = field(default_factory=dict)
     _first_planned: dict[tuple[str, str], Planned] = field(default_factory=dict)
 
@@ -237,6 +240,8 @@ def read_view(events: Sequence[Event]) -> RunView:
             view.attempts_started.append((e.seq, d.attempt))
         elif isinstance(d, ModelReserved | ModelCalled):
             view.model_events.append(e)
+        elif isinstance(d, AgentLeg):
+            view.legs.append(e)
     view.index()
     return view
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ratchet.core.contract_base import _Model, check_scope_path, env_problem
-from ratchet.core.contract_llm import LlmAgentConfig
+from ratchet.core.contract_llm import LlmAgentConfig, LlmPrice
 
 # --- [agent] ------------------------------------------------------------------------------------
 
@@ -114,6 +114,8 @@ class CommandAgentConfig(_Model):
     from the operator's environment (the model's credentials); nothing else of it reaches the agent.
     network: the agent's sandbox shares the host's network. timeout_s: seconds per leg (also capped
     by what budget.max_wall leaves). brief: a file of the project holding the user's brief.
+    price: USD per million input and output tokens (`[agent.command.price]`, the names of
+    `[agent.llm.price]`), pricing the tokens the CLI reports when it reports no cost of its own.
     """
 
     command: str
@@ -122,6 +124,7 @@ class CommandAgentConfig(_Model):
     network: bool = False
     timeout_s: Annotated[float, Field(gt=0)] = 3600.0
     brief: str | None = None
+    price: LlmPrice = LlmPrice()
 
     @field_validator("command")
     @classmethod
@@ -149,9 +152,13 @@ class CommandAgentConfig(_Model):
 
 
 class AgentSection(_Model):
-    """[agent]: who proposes candidates; the subsection named by `kind` is required."""
+    """[agent]: who proposes candidates; the subsection named by `kind` is required.
+    max_idle_attempts: attempts in a row whose agent did not work (failed to start, timed out,
+    returned nothing usable, its server did not answer) after which the run stops
+    `agent_unresponsive`; 0: never."""
 
     kind: Literal["search", "files", "command", "llm"]
+    max_idle_attempts: Annotated[int, Field(ge=0)] = 3
     search: SearchAgentConfig | None = None
     files: FilesAgentConfig | None = None
     command: CommandAgentConfig | None = None

@@ -118,6 +118,9 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "contract.prompt_unreadable": _bad_input("an agent.llm.prompts file cannot be read: give a UTF-8 text file, its "
                                              "path relative to the project root"),
     "contract.toml": _bad_input("ratchet.toml is not valid TOML: fix the syntax at the line named"),
+    "contract.unenforceable_budget": _bad_input("a [budget] limit the configured agent kind cannot count (a model "
+                                                "budget with the search or files agent; max_model_calls, or max_usd "
+                                                "without a price, with a command agent): remove it or add the price"),
     "contract.unknown_key": _bad_input("ratchet.toml has a key the schema does not know, often a typo: the hint "
                                        "names the nearest known key"),
     "contract.unreadable": _bad_input("ratchet.toml cannot be read as UTF-8 text: check its permissions and "

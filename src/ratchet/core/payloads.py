@@ -22,7 +22,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ratchet.core.errors import LedgerError
-from ratchet.core.vocab import JobStage, RunMode, StopReason, Variant
+from ratchet.core.vocab import JobStage, LegOutcome, RunMode, StopReason, Variant
 
 Json = Any
 """A JSON value kept as is (plan settings, a model call's record, per-example results)."""
@@ -146,14 +146,15 @@ class AgentLaunched(Payload, frozen=True, kw_only=True):
 
 class AgentLeg(Payload, frozen=True, kw_only=True):
     """a command agent's CLI ran one leg (data.kind start|wake|nudge, data.outcome, its prompt or wake
-    message, requests, command line and output as blobs, seconds, tokens where the CLI reported them)"""
+    message, requests, command line and output as blobs, seconds, tokens and cost where the CLI
+    reported them, data.charged)"""
 
     kind: ClassVar[EventKind] = "agent.leg"
     attempt: int
     leg: int
     # `kind` is the event kind: the leg's kind is `leg_kind`, written under the key "kind".
     leg_kind: Literal["start", "wake", "nudge"] = msgspec.field(name="kind")
-    outcome: Literal["launch", "submit", "none", "channel_refused"]
+    outcome: LegOutcome
     problem: str | None = None
     message_blob: str | None = None
     requests_blob: str | None = None
@@ -163,9 +164,17 @@ class AgentLeg(Payload, frozen=True, kw_only=True):
     elapsed_s: Number | None = None
     session_id: str | None = None
     tokens: dict[str, Json] | None = None
+    cost_usd: Number | None | UnsetType = UNSET
+    """The cost in USD the CLI reported (Claude Code `total_cost_usd`); None or UNSET: none."""
+    charged: dict[str, Number] | UnsetType = UNSET
+    """What the leg was charged against the model budgets ({resource: amount}: `input_tokens`,
+    `output_tokens`, `usd`; zeros left out), counted from `tokens` and `cost_usd`
+    (`core.budget.agent_kinds.leg_charge`). UNSET: the leg's use is unknown (the CLI reported none,
+    or a build before this field)."""
     argv_blob: str | None | UnsetType = UNSET
-    """The CLI's command line as run (a JSON list of strings, placeholders replaced); None: the leg
-    never got that far (a channel refused before it ran); UNSET in runs recorded before it was."""
+    """The CLI's command line as run (a JSON list of strings, its program as found, placeholders
+    replaced); None: the leg never got that far (a channel refused before it ran); UNSET in runs
+    recorded before it was."""
     stdout_blob: str | None | UnsetType = UNSET
     """The end of the leg's stdout: its last LEG_OUTPUT_CAP_BYTES bytes (agents.command.limits) as
     written; None when no output file was left (the process never started)."""
@@ -235,6 +244,9 @@ class AttemptSubmitted(Payload, frozen=True, kw_only=True):
     invalid: str | None | UnsetType = UNSET
     """Why the submission holds no candidate tree (None or UNSET: it holds one)."""
     diff_blob: str | None | UnsetType = UNSET
+    unresponsive: bool | UnsetType = UNSET
+    """True when no candidate came because the agent's server did not answer (counts toward
+    agent.max_idle_attempts); UNSET otherwise and in runs recorded before it was."""
 
 
 class AttemptGaveUp(Payload, frozen=True, kw_only=True):
@@ -245,6 +257,9 @@ class AttemptGaveUp(Payload, frozen=True, kw_only=True):
     reason: str
     stops_campaign: bool = True
     """The give-up ends the campaign, not only the attempt (format 1 runs: always)."""
+    unresponsive: bool | UnsetType = UNSET
+    """True when the agent did not work (failed to start, timed out, ended without a request after
+    a reminder): counts toward agent.max_idle_attempts; UNSET otherwise and in older runs."""
 
 
 class TrialPlanned(Payload, frozen=True, kw_only=True):

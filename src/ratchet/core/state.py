@@ -80,7 +80,8 @@ class AttemptState:
     """One attempt. Verdict fields come from its stage "trial" judgment (the last one recorded);
     `confirm` is its stage "confirm" judgment; `gave_up` the agent's reason when it gave up, and
     `stops_campaign` whether that give-up ended the campaign (else only the attempt); `promoted`
-    whether its candidate became the champion."""
+    whether its candidate became the champion; `unresponsive` whether it ended because the agent
+    did not work (`attempt.gave_up` / `attempt.submitted` data.unresponsive)."""
 
     attempt: int
     tree: str | None = None
@@ -102,6 +103,7 @@ class AttemptState:
     gave_up: str | None = None
     stops_campaign: bool = False
     promoted: bool = False
+    unresponsive: bool = False
 
 
 @dataclass(frozen=True)
@@ -325,10 +327,12 @@ class Folder:
             summary=d.summary,
             report_blob=d.report_blob,
             params=MappingProxyType(dict(d.params)) if d.params is not None else None,
+            unresponsive=d.unresponsive is True,
         )
 
     def on_attempt_gave_up(self, d: AttemptGaveUp) -> None:
-        self.touch_attempt(d.attempt, gave_up=d.reason, stops_campaign=d.stops_campaign)
+        self.touch_attempt(d.attempt, gave_up=d.reason, stops_campaign=d.stops_campaign,
+                           unresponsive=d.unresponsive is True)
 
     def on_trial_planned(self, d: TrialPlanned) -> None:
         self.open_trial = d

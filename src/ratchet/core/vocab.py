@@ -42,13 +42,16 @@ VARIANTS: Mapping[str, str] = {
 """Which side of a comparison a job measured."""
 
 StopReason = Literal["budget_exhausted", "plateau", "target_reached", "val_exhausted", "agent_stopped",
-                     "interrupted", "preflight_failed", "compared", "calibrated", "abandoned"]
+                     "agent_unresponsive", "interrupted", "preflight_failed", "compared", "calibrated", "abandoned"]
 STOP_REASONS: Mapping[str, str] = {
     "budget_exhausted": "a budget (data.budget names it) cannot cover the next attempt and the reserved holdout",
     "plateau": "gate.patience trials in a row ended without a promotion",
     "target_reached": "the champion's confidence bound reached gate.target",
     "val_exhausted": "examples: every val block has had its promotion, so val has no fresh block for another trial",
     "agent_stopped": "the agent said it has nothing more to propose",
+    "agent_unresponsive": ("agent.max_idle_attempts attempts in a row ended because the agent did not work (it failed "
+                           "to start, timed out, returned nothing usable, or its server did not answer); data.detail "
+                           "names the last failure"),
     "interrupted": "Ctrl-C or SIGTERM: jobs were killed; the run can be resumed",
     "preflight_failed": "the baseline could not be measured at all before the first attempt",
     "compared": "a `ratchet compare` made its one comparison",
@@ -56,6 +59,17 @@ STOP_REASONS: Mapping[str, str] = {
     "abandoned": "`ratchet abandon` closed an interrupted run without resuming it",
 }
 """Why a campaign stopped (`run.stopped` data.stop_reason)."""
+
+LegOutcome = Literal["launch", "submit", "none", "channel_refused", "start_failed"]
+LEG_OUTCOMES: Mapping[str, str] = {
+    "launch": "the agent queued launches and slept",
+    "submit": "the agent submitted a candidate",
+    "none": "the CLI ended without a request (it is reminded once, then the attempt ends)",
+    "channel_refused": "the kernel refused the agent's channel (a symlink, a file in place of a folder)",
+    "start_failed": ("the CLI did not start: bwrap could not run it, or it failed (a non-zero exit code) within a "
+                     "second with nothing done (no request, no file changed); data.problem holds its stderr tail"),
+}
+"""How a command agent's leg ended (`agent.leg` data.outcome)."""
 
 RunMode = Literal["compare", "calibrate"]
 RUN_MODES: Mapping[str, str] = {
@@ -119,12 +133,14 @@ unconditional margin test, valid for every distribution of paired pass/fail unit
 
 CLOSED_SETS: Mapping[str, Mapping[str, str]] = {
     "stage": STAGES, "job stage": JOB_STAGES, "variant": VARIANTS, "stop reason": STOP_REASONS,
+    "leg outcome": LEG_OUTCOMES,
     "run mode": RUN_MODES, "run status": RUN_STATUSES, "job state": JOB_STATES, "metric state": METRIC_STATES,
 }
 """Every closed set with its meanings, by name (what the docs list)."""
 
 for _literal, _meanings in ((Stage, STAGES), (JobStage, JOB_STAGES), (Variant, VARIANTS),
-                            (StopReason, STOP_REASONS), (RunMode, RUN_MODES), (RunStatus, RUN_STATUSES),
+                            (StopReason, STOP_REASONS), (LegOutcome, LEG_OUTCOMES), (RunMode, RUN_MODES),
+                            (RunStatus, RUN_STATUSES),
                             (JobState, JOB_STATES), (MetricState, METRIC_STATES)):
     assert set(get_args(_literal)) == set(_meanings), _literal
 assert set(get_args(MeasurementState)) == set(JOB_STATES) | set(METRIC_STATES)

@@ -5,7 +5,7 @@ agent records to that kernel once it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,16 @@ from ratchet.agents.base import Agent
 from ratchet.compute.base import JobResult, JobSpec, run_jobs
 from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
 from ratchet.core.contract import Contract
-from ratchet.core.payloads import AgentHarvested, AgentLeg, ModelCalled, ModelReserved, RunStarted, TrialJudged
+from ratchet.core.events import Event
+from ratchet.core.payloads import (
+    AgentHarvested,
+    AgentLeg,
+    ModelCalled,
+    ModelReserved,
+    RunStarted,
+    TrialJudged,
+    given,
+)
 from ratchet.loop.kernel import Kernel
 from ratchet.targets.examples import Example, ExampleData
 from ratchet.workspace.git import Git
@@ -67,7 +76,12 @@ class AgentLink:
         k = self._k()
         state = k.state()
         val_trials = state.trials_run if k.contract.target.kind == "examples" else 0
-        return standing(limits_of(k.contract), spent_of(state.budget_used, val_trials))
+        return standing(limits_of(k.contract), spent_of(state.budget_used, val_trials) + self.legs_spent())
+
+    def legs_spent(self) -> Charge:
+        """What the run's command-agent legs were charged (input and output tokens, dollars), re-added
+        from the `charged` of its `agent.leg` events: a resume counts what earlier sessions spent."""
+        return legs_spent(self._k().log.events)
 
     def wall_left(self) -> float | None:
         """Seconds `budget.max_wall` still allows (None: unlimited)."""
@@ -93,7 +107,8 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
 
         dev = [{"input": ex.input, "expected_output": ex.expected_output} for ex in data.split.dev] if data else None
         return build_command_agent(contract, root, git, link.work_dir, link.put_bytes, link.record, link.run_job,
-                                   dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left)
+                                   dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left,
+                                   spent=link.legs_spent)
     if kind == "llm":
         return _llm_agent(contract, root, view, link, data)
     from ratchet.agents.files import FilesAgent, list_candidates
@@ -164,6 +179,16 @@ class LedgerJournal:
 
         called = self.link._k().recorded(ModelCalled, key=key)
         return CallRecord.from_payload(called) if called is not None else None
+
+
+def legs_spent(events: Iterable[Event]) -> Charge:
+    """The sum of the `charged` of the `agent.leg` events among `events` (legs without one add nothing)."""
+    total = Charge()
+    for e in events:
+        charged = given(e.payload.charged) if isinstance(e.payload, AgentLeg) else None
+        if charged:
+            total = total + Charge.from_json(charged)
+    return total
 
 
 def model_budget_records(kernel: Kernel) -> list[Reservation | Settlement]:

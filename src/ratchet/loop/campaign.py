@@ -45,7 +45,7 @@ from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import attempt_levels
 from ratchet.ledger.rundir import champion_branch
 from ratchet.loop.audit_trail import check_recorded_plan, keep_attempt
-from ratchet.loop.history import level_history, past_attempts, promotions_before
+from ratchet.loop.history import idle_streak, level_history, past_attempts, promotions_before
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
@@ -94,7 +94,8 @@ class Campaign:
         reason, budget = self._loop()
         if reason != "interrupted" and self.k.state().promotions > 0:
             self._holdout()
-        return Stop(reason, budget, self.stop_detail if reason in ("budget_exhausted", "val_exhausted") else None)
+        detailed = reason in ("budget_exhausted", "val_exhausted", "agent_unresponsive")
+        return Stop(reason, budget, self.stop_detail if detailed else None)
 
     def _loop(self) -> tuple[str, str | None]:
         while True:
@@ -144,6 +145,11 @@ class Campaign:
             return "plateau", None
         if gate.target is not None and self._target_reached(gate.target):
             return "target_reached", None
+        idle, last = idle_streak(state)
+        limit = self.contract.agent.max_idle_attempts
+        if limit and idle >= limit:
+            self.stop_detail = f"{idle} attempts in a row ended without a working agent; the last: {last}"
+            return "agent_unresponsive", None
         blocks = self.target.trial_blocks()
         if blocks is not None and state.promotions >= blocks:
             self.stop_detail = (f"{state.promotions} promotion(s) made; val has room for {blocks} (one block of "
@@ -200,8 +206,8 @@ class Campaign:
         submitted = self.k.recorded(AttemptSubmitted, attempt=number)
         action = self._recorded_submission(submitted) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
-            self.k.once(AttemptGaveUp(attempt=number, reason=action.reason, stops_campaign=action.stops_campaign),
-                        "attempt")
+            self.k.once(AttemptGaveUp(attempt=number, reason=action.reason, stops_campaign=action.stops_campaign,
+                                      unresponsive=action.unresponsive or UNSET), "attempt")
             if self.agent.stopped_by_budget is not None:
                 self.ui.note(f"attempt {number}: {action.reason}")
                 return "budget_exhausted"
@@ -277,6 +283,7 @@ class Campaign:
         self.k.once(AttemptSubmitted(
             attempt=number, tree=sub.tree, summary=sub.summary, report_blob=report_blob,
             params=dict(sub.params) if sub.params is not None else None, invalid=sub.invalid, diff_blob=diff_blob,
+            unresponsive=sub.unresponsive or UNSET,
         ), "attempt")
         early = self._judge_without_jobs(number, sub)
         if early is not None:

@@ -127,3 +127,20 @@ def past_attempts(state: RunState, examples: bool) -> tuple[PastAttempt, ...]:
         past.append(PastAttempt(a.attempt, a.tree, a.params, verdict, reason, mean,
                                 dev_mean(state, a.attempt) if examples else None))
     return tuple(past)
+
+
+def idle_streak(state: RunState) -> tuple[int, str | None]:
+    """The finished attempts at the end of the run that ended because the agent did not work
+    (AttemptState.unresponsive), counted backwards until one that did work, and the last one's
+    failure (its give-up reason or its verdict's text); (0, None) when the last attempt worked.
+    Attempts are taken in number order; one still in progress (no give-up, no verdict) is skipped."""
+    count, last = 0, None
+    for a in sorted(state.attempts, key=lambda a: a.attempt, reverse=True):
+        if a.gave_up is None and a.verdict is None:
+            continue
+        if not a.unresponsive:
+            break
+        if last is None:
+            last = a.gave_up or a.reason_text
+        count += 1
+    return count, last

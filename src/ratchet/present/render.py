@@ -115,6 +115,8 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     s = r["scope"]
     out.print(f"[bold]scope[/]    allowed {s['allowed']}, protected {s['protected']}, hidden {s['hidden']}")
     out.print(f"[bold]agent[/]    {r['agent']['kind']}")
+    for line in agent_program_lines(r["agent"]):
+        out.print("           " + escape(line))
     g = r["gate"]
     out.print(
         f"[bold]gate[/]     alpha {g['alpha']} ({g['multiplicity']}), looks {g['looks']}"
@@ -170,6 +172,28 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         out.print(f"[yellow]warning[/]: {warning}")
     if not r["unsupported"]:
         out.print("[green]contract OK[/]")
+
+
+def agent_program_lines(agent: Mapping[str, Any]) -> list[str]:
+    """A command agent's program as `ratchet check` found it: where, what is bound, the --version probe."""
+    p = agent.get("program")
+    if p is None:
+        return []
+    if agent["will_run"] is None:
+        lines = [f"program {p['word']}: a path relative to the workspace (found there when a leg runs)"]
+    elif not agent["will_run"]:
+        lines = [f"program {p['word']}: will not run: {p['problem']}"]
+    else:
+        via = f" ({p['found']})" if p["found"] != p["resolved"] else ""
+        lines = [f"program {p['word']} -> {p['resolved']}{via}: will run"]
+        if p["interpreters"]:
+            lines.append(f"interpreter {' -> '.join(p['interpreters'])}")
+        lines.append(f"bound read-only in the agent's sandbox: {', '.join(agent['bound']) or '(nothing more)'}")
+    v = agent.get("version")
+    if v is not None:
+        lines.append(f"`{' '.join(v['argv'])}` in the agent's sandbox: exit code {v['exit_code']}: "
+                     f"{(v['output'] or '(no output)').splitlines()[0] if v['ok'] else v['output']}")
+    return lines
 
 
 def detectable_lines(d: Mapping[str, Any]) -> list[str]:

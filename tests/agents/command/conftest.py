@@ -79,6 +79,10 @@ class AgentProject:
         (self.root / "ratchet.toml").write_text(head + "[agent.command]\n" + "\n".join(lines) + "\n\n[gate]" + rest)
         git(self.root, "commit", "-qam", "agent command")
 
+    def commit_contract(self) -> None:
+        """Commit ratchet.toml as edited."""
+        git(self.root, "commit", "-qam", "contract")
+
     def agent(self, **kwargs: Any) -> CommandAgent:
         return build_command_agent(self.contract, self.root, self.git, self.work, self.recorder.blob,
                                    self.recorder.record, self.run_leg, **kwargs)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import venv_agent_cli
 
 from ratchet.agents.base import GiveUp, Launch, Submit
 from ratchet.agents.command.limits import LEG_OUTPUT_CAP_BYTES
@@ -51,12 +52,70 @@ def test_an_agent_that_exits_without_a_request_is_nudged_once_then_gives_up(agen
     assert "This is the only reminder" in p.recorder.text(legs[1]["message_blob"])
 
 
-def test_an_agent_that_never_sleeps_is_killed_at_its_leg_limit(agent_project, write_script):
+def test_an_agent_that_never_sleeps_is_killed_at_its_leg_limit_and_not_reminded(agent_project, write_script):
     p = agent_project
     p.set_agent("sh " + write_script(p.root, "forever.sh", "while true; do sleep 1; done\n"), timeout_s=1.5)
     action = p.agent().start(p.context())
-    assert isinstance(action, GiveUp) and not action.stops_campaign
-    assert [leg["state"] for leg in p.recorder.legs()] == ["timeout", "timeout"]
+    assert isinstance(action, GiveUp) and not action.stops_campaign and action.unresponsive
+    assert [(leg["state"], leg["outcome"]) for leg in p.recorder.legs()] == [("timeout", "none")]
+    assert "timed out after 1.5 s" in action.reason
+
+
+def test_a_cli_installed_in_a_venv_outside_usr_is_seen_and_runs_to_a_submit(agent_project, tmp_path: Path):
+    p = agent_project
+    bin_dir = venv_agent_cli(tmp_path / "tools" / "venv")  # invisible in a sandbox unless bound
+    p.set_agent(f"{bin_dir}/venvbot {{prompt}}")
+    action = p.attempt()
+    assert isinstance(action, Submit), action
+    assert p.git.read_blob(action.tree, "model/smooth.py").decode().count("WINDOW = 25") == 1
+    legs = p.recorder.legs()
+    assert [(leg["kind"], leg["outcome"]) for leg in legs] == [("start", "launch"), ("wake", "submit")]
+
+
+def test_the_agents_sandbox_shows_sandbox_read_only(agent_project, write_script, tmp_path: Path):
+    p = agent_project
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "notes.txt").write_text("read me\n")
+    p.set_agent("sh " + write_script(p.root, "reads.sh", f"cat {shared}/notes.txt > report.txt || exit 0\n"
+                                     f"{TOOL} submit --report-file report.txt\n"))
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp), "without sandbox.read_only the file is not there"
+    (p.root / "ratchet.toml").write_text((p.root / "ratchet.toml").read_text() + f'read_only = ["{shared}"]\n')
+    p.commit_contract()
+    action = p.agent().start(p.context(2))
+    assert isinstance(action, Submit) and action.report == "read me\n"
+
+
+def test_a_command_that_does_not_exist_fails_to_start_with_bwraps_error_and_is_not_nudged(agent_project):
+    p = agent_project
+    p.set_agent("no-such-agent-cli --message-file {prompt}")
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp) and not action.stops_campaign and action.unresponsive
+    (leg,) = p.recorder.legs()
+    assert (leg["kind"], leg["outcome"]) == ("start", "start_failed")
+    assert "bwrap: execvp no-such-agent-cli: No such file or directory" in leg["problem"]
+    assert "no-such-agent-cli is not found on the PATH" in leg["problem"]
+    assert "execvp no-such-agent-cli" in action.reason
+
+
+def test_a_cli_that_fails_at_once_without_touching_anything_shows_its_stderr(agent_project, write_script):
+    p = agent_project
+    p.set_agent("sh " + write_script(p.root, "nokey.sh", "echo 'Error: OPENAI_API_KEY is not set' >&2\nexit 3\n"))
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp) and action.unresponsive
+    (leg,) = p.recorder.legs()
+    assert leg["outcome"] == "start_failed" and leg["exit_code"] == 3
+    assert "Error: OPENAI_API_KEY is not set" in leg["problem"] and "Error: OPENAI_API_KEY" in action.reason
+
+
+def test_a_cli_that_fails_at_once_after_changing_a_file_was_working_and_is_reminded(agent_project, write_script):
+    p = agent_project
+    p.set_agent("sh " + write_script(p.root, "edits.sh", "echo '# tried' >> model/smooth.py\nexit 3\n"))
+    action = p.agent().start(p.context())
+    assert isinstance(action, GiveUp) and "again after a reminder" in action.reason
+    assert action.unresponsive, "two legs without a request returned nothing usable"
+    assert [leg["outcome"] for leg in p.recorder.legs()] == ["none", "none"]
 
 
 def test_a_daemon_forked_by_the_agent_dies_with_its_leg(agent_project, write_script):
@@ -185,7 +244,8 @@ def test_each_leg_records_its_command_line_and_its_output_as_blobs(agent_project
     assert isinstance(action, Submit)
     (leg,) = p.recorder.legs()
     argv = json.loads(p.recorder.blobs[leg["argv_blob"]])
-    assert argv[:2] == ["sh", "agent/talk.sh"] and argv[2].endswith("/.ratchet-sys/prompt.md")
+    assert argv[0].startswith("/") and Path(argv[0]).name == "sh", "the program as found on the leg's PATH"
+    assert argv[1:2] == ["agent/talk.sh"] and argv[2].endswith("/.ratchet-sys/prompt.md")
     out = p.recorder.text(leg["stdout_blob"])
     assert out.startswith("thinking\n") and out.endswith("after the submit\n")
     assert p.recorder.text(leg["stderr_blob"]) == "a warning\n"
@@ -213,9 +273,8 @@ def test_a_missing_binary_leaves_its_error_in_the_legs_record(agent_project):
     p = agent_project
     p.set_agent("no-such-agent-cli {prompt}")
     action = p.agent().start(p.context())
-    assert isinstance(action, GiveUp)
-    legs = p.recorder.legs()
-    assert [leg["outcome"] for leg in legs] == ["none", "none"]
-    assert all(leg["exit_code"] != 0 for leg in legs)
-    assert "no-such-agent-cli" in p.recorder.text(legs[0]["stderr_blob"])
-    assert json.loads(p.recorder.blobs[legs[0]["argv_blob"]])[0] == "no-such-agent-cli"
+    assert isinstance(action, GiveUp) and action.unresponsive
+    (leg,) = p.recorder.legs()  # start_failed: not reminded
+    assert leg["outcome"] == "start_failed" and leg["exit_code"] != 0
+    assert "no-such-agent-cli" in p.recorder.text(leg["stderr_blob"])
+    assert json.loads(p.recorder.blobs[leg["argv_blob"]])[0] == "no-such-agent-cli", "not found: run as written"

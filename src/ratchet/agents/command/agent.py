@@ -9,10 +9,20 @@ channel:
 - launches: the workspace's clean in-scope files become the experiments' tree -> `Launch`; the
   loop runs the jobs and calls `wake` with their results, delivered into `results/<launch>/<i>/`;
 - nothing: the agent is woken once with a reminder (a nudge); a second time, the attempt ends
-  `gave_up` (`GiveUp(stops_campaign=False)`).
+  `gave_up` (`GiveUp(stops_campaign=False)`);
+- nothing, from a CLI that did not start (`did_not_start`: bwrap could not run it, or it failed
+  within START_GRACE_S with nothing done) or that timed out: the attempt ends at once, unnudged,
+  its reason holding the CLI's stderr tail; such attempts count toward `agent.max_idle_attempts`.
+
+Each leg is charged the tokens and dollars its CLI reported (`core.budget.agent_kinds.leg_charge`,
+recorded as `agent.leg` data.charged). Once a model budget is reached no further leg runs: the
+attempt ends and the run stops `budget_exhausted` (`stopped_by_budget`). A leg whose CLI reported no
+usage while such a budget is limited ends the campaign (`agent_stopped`): its use cannot be counted;
+a CLI that did not start (`start_failed`) used none, and its attempt ends as above.
 
 The CLI runs as one job on the local executor the kernel owns (whatever the trials' backend):
-stdin /dev/null, only allow-listed variables (`pass_env` names copied from the operator's
+stdin /dev/null, its program and that program's install prefix visible read-only (`agent_program`)
+with `sandbox.read_only`, only allow-listed variables (`pass_env` names copied from the operator's
 environment, nothing else of it), only its workspace writable, no network unless `network`, killed
 with all its descendants at the leg's time limit or when it exits. Without a working bwrap the
 agent is refused (SandboxError, exit 2).
@@ -28,10 +38,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from msgspec import UNSET
 
 from ratchet.agents.base import (
     Action,
@@ -51,6 +64,8 @@ from ratchet.agents.command.limits import (
     LEG_OUTPUT_CAP_BYTES,
     MAX_SLEEPS_PER_ATTEMPT,
     NUDGES_PER_ATTEMPT,
+    START_GRACE_S,
+    STDERR_TAIL_CHARS,
     TOOL_NAME,
 )
 from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake_text
@@ -61,16 +76,24 @@ from ratchet.agents.command.workspace import ScopeRules, create_workspace, harve
 from ratchet.compute.artifacts import artifact_notes
 from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
 from ratchet.compute.env import default_path
+from ratchet.compute.programs import ProgramReach, program_reach
 from ratchet.compute.sandbox import probe_bwrap
+from ratchet.core.budget import BudgetStop, Charge, ResourceName
+from ratchet.core.budget.agent_kinds import COMMAND_RESOURCES, command_budget_stop, leg_charge
 from ratchet.core.contract import CommandAgentConfig
 from ratchet.core.errors import SandboxError
 from ratchet.core.payloads import AgentHarvested, AgentLeg
+from ratchet.core.vocab import LegOutcome
 
 RecordBlob = Callable[[bytes], str]
 """Store bytes as a blob of the run; returns its digest (the loop passes `kernel.blobs.put_bytes`)."""
 
 Record = Callable[[AgentLeg | AgentHarvested], None]
 """Record one `agent.leg` or `agent.harvested` event."""
+
+Spent = Callable[[], Charge]
+"""What the run's command-agent legs were charged so far, re-counted from the ledger (the loop
+passes `AgentLink.legs_spent`): input and output tokens, dollars."""
 
 RunJob = Callable[[JobSpec], JobResult]
 """Run one job to its end on the local executor the kernel owns, whatever the trials' backend;
@@ -79,9 +102,6 @@ returns its result (the loop passes `AgentLink.run_job`)."""
 LegKind = Literal["start", "wake", "nudge"]
 """start: the attempt's first leg (the prompt). wake: after launches ran. nudge: after a leg that
 ended without a request."""
-
-LegOutcome = Literal["launch", "submit", "none", "channel_refused"]
-"""How a leg ended: launches queued, a submit, no request, or a channel the kernel refused."""
 
 PROMPT_FILE = "prompt.md"
 WAKE_FILE = "wake.md"
@@ -95,6 +115,10 @@ as long as the attempt (the executor's HOME is a scratch directory removed after
 
 TOOL_SOURCE = Path(__file__).with_name("tool.py")
 
+BUDGET_STOP_PREFIX = "budget_exhausted:"
+"""A GiveUp reason starting with this names the model budget that ended the attempt (also in
+`CommandAgent.stopped_by_budget`), as the llm agent's do."""
+
 
 @dataclass(frozen=True)
 class CommandSetup:
@@ -102,7 +126,9 @@ class CommandSetup:
     Git (objects of candidate trees go there). rules: the scope. work_dir: returns a kernel-owned
     directory outside the project, the run's own (`a0001/` workspaces go there; asked at each start
     and resume, as the run is known only once its kernel is open). task: what the prompt says.
-    dev_examples: an examples target's dev split (JSON-ready values), None otherwise."""
+    dev_examples: an examples target's dev split (JSON-ready values), None otherwise.
+    limits: the run's budget limits by resource (`core.budget.limits_of`; empty: none counted).
+    read_only: `sandbox.read_only`, bound into the agent's sandbox besides its program's prefixes."""
 
     config: CommandAgentConfig
     project: Any
@@ -110,6 +136,8 @@ class CommandSetup:
     work_dir: Callable[[], Path]
     task: TaskView
     dev_examples: Sequence[Any] | None = None
+    limits: Mapping[ResourceName, float] = field(default_factory=dict)
+    read_only: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,14 +171,15 @@ class CommandAgent(Agent):
     record_blob / record / run_job: see RecordBlob, Record and RunJob. budget_view: returns what the agent may read
     of the budget (shown by `ratchet-sys budget` and in wake messages), or None. wall_left: seconds
     `budget.max_wall` still allows (None: unlimited); a leg's limit is the smaller of it and
-    `timeout_s`. environ: where `pass_env` values are read (default os.environ). bwrap: the
+    `timeout_s`. spent: what the run's legs were charged so far (see Spent; None: nothing is
+    counted). environ: where `pass_env` values are read (default os.environ). bwrap: the
     bubblewrap executable probed (default: found on PATH).
     Raises SandboxError `agent.sandbox_unavailable` (exit 2) when bwrap does not work here.
     """
 
     def __init__(self, setup: CommandSetup, record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                  budget_view: Callable[[], Mapping[str, Any]] | None = None,
-                 wall_left: Callable[[], float | None] | None = None,
+                 wall_left: Callable[[], float | None] | None = None, spent: Spent | None = None,
                  environ: Mapping[str, str] | None = None, bwrap: str | None = None):
         status = probe_bwrap(bwrap)
         if not status.available:
@@ -165,6 +194,7 @@ class CommandAgent(Agent):
         self.run_job = run_job
         self.budget_view = budget_view
         self.wall_left = wall_left
+        self.spent = spent
         self.environ = os.environ if environ is None else environ
         self.attempt: _Attempt | None = None
 
@@ -172,7 +202,10 @@ class CommandAgent(Agent):
 
     def start(self, ctx: AgentContext) -> Action:
         """Seed a fresh workspace for `ctx.attempt` (an earlier one at the same path is replaced),
-        write the prompt and run the first leg."""
+        write the prompt and run the first leg; nothing when a model budget is already reached."""
+        reached = self._reached(f"attempt {ctx.attempt} not started")
+        if reached is not None:
+            return reached
         base = self.setup.work_dir() / f"a{ctx.attempt:04d}"
         if base.exists():
             shutil.rmtree(base)
@@ -219,6 +252,13 @@ class CommandAgent(Agent):
         self.attempt = att
         return True
 
+    def budget_stop(self) -> BudgetStop | None:
+        """The model budget (input or output tokens, dollars) the run's legs have reached, or None
+        (`core.budget.agent_kinds.command_budget_stop`): checked before each attempt and after each leg."""
+        if self.spent is None:
+            return None
+        return command_budget_stop(self.setup.limits, self.spent())
+
     def _current(self, ctx: AgentContext) -> _Attempt:
         if self.attempt is None or self.attempt.number != ctx.attempt:
             raise ChannelError("channel.no_attempt", f"attempt {ctx.attempt} was never started by this agent",
@@ -229,22 +269,55 @@ class CommandAgent(Agent):
 
     def _leg(self, ctx: AgentContext, kind: LegKind, message: str) -> Action:
         att = self._current(ctx)
+        reached = self._reached(f"leg {att.legs + 1} of attempt {att.number} not run")
+        if reached is not None:
+            return reached
         att.legs += 1
         name = PROMPT_FILE if kind == "start" else WAKE_FILE
         run = _LegRun()
         try:
             self._prepare_channel(att, name, message)
-            spec = self._leg_spec(att, kind, name, message)
+            spec, reach = self._leg_spec(att, kind, name, message)
+            began = time.time_ns()
             run = _LegRun(spec.argv, self.run_job(spec))
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
         except ChannelError as exc:  # the leg's output is kept all the same: it says what the agent did
-            self._record_leg(att, kind, message, run, None, "channel_refused", exc.message)
-            return GiveUp(f"the channel was refused: {exc.message}", stops_campaign=False)
+            charge = self._record_leg(att, kind, message, run, None, "channel_refused", exc.message)
+            return self._budget_end(att, run.result, charge) or GiveUp(f"the channel was refused: {exc.message}",
+                                                                       stops_campaign=False)
         assert run.result is not None
         outcome: LegOutcome = "submit" if requests.submit else "launch" if requests.launches else "none"
-        self._record_leg(att, kind, message, run, requests, outcome, None)
-        return self._decide(ctx, att, requests, run.result)
+        if outcome == "none" and did_not_start(run.result, att.workspace, began):
+            problem = start_problem(run.result, reach)
+            charge = self._record_leg(att, kind, message, run, requests, "start_failed", problem)
+            # A CLI that did not start used no model (unless it said otherwise): no usage is no stop.
+            ended = self._budget_end(att, run.result, charge) if charge is not None else None
+            return ended or GiveUp(problem, stops_campaign=False, unresponsive=True)
+        charge = self._record_leg(att, kind, message, run, requests, outcome, None)
+        return self._budget_end(att, run.result, charge) or self._decide(ctx, att, requests, run.result)
+
+    def _budget_end(self, att: _Attempt, result: JobResult | None, charge: Charge | None) -> GiveUp | None:
+        """How the attempt ends after a leg that ran when a model budget is limited: its budget
+        reached (the run stops `budget_exhausted`), or its use unknown (the campaign stops). None:
+        the leg's action goes on."""
+        limited = [r for r in COMMAND_RESOURCES if self.setup.limits.get(r)]
+        if result is None or not limited or self.spent is None:
+            return None
+        if charge is None:
+            budget = f"budget.max_{limited[0]}"
+            return GiveUp(f"leg {att.legs} of attempt {att.number}: the agent's CLI reported no usage (a `usage` "
+                          f"object or a cost in its JSON output), so {budget} cannot be counted")
+        return self._reached(f"leg {att.legs} of attempt {att.number} reached it")
+
+    def _reached(self, what: str) -> GiveUp | None:
+        """The GiveUp ending the attempt when a model budget is reached (`stopped_by_budget` set:
+        the run stops `budget_exhausted`), or None. `what` says what it did to the attempt."""
+        stop = self.budget_stop()
+        if stop is None:
+            return None
+        self.stopped_by_budget = stop
+        return GiveUp(f"{BUDGET_STOP_PREFIX}{stop.name}: budget.{stop.name} is reached; {what}", stops_campaign=False)
 
     def _prepare_channel(self, att: _Attempt, name: str, message: str) -> None:
         """Refresh the tool and write the message and the state files `ratchet-sys` reads."""
@@ -268,9 +341,10 @@ class CommandAgent(Agent):
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None
 
-    def _leg_spec(self, att: _Attempt, kind: LegKind, name: str, message: str) -> JobSpec:
-        """The job that runs the CLI for one leg: its argv rendered from the template, its limit,
-        its sandbox; stdout and stderr each capped at LEG_OUTPUT_CAP_BYTES (their end kept)."""
+    def _leg_spec(self, att: _Attempt, kind: LegKind, name: str, message: str) -> tuple[JobSpec, ProgramReach]:
+        """The job that runs the CLI for one leg: its argv rendered from the template (its program
+        as found: `agent_program`), its limit, its sandbox (`leg_sandbox`); stdout and stderr each
+        capped at LEG_OUTPUT_CAP_BYTES (their end kept). Also where its program was found."""
         cfg = self.setup.config
         channel = att.workspace / CHANNEL_DIR
         values = {"prompt": str(channel / name), "prompt_text": message, "workspace": str(att.workspace),
@@ -282,9 +356,16 @@ class CommandAgent(Agent):
         left = self.wall_left() if self.wall_left is not None else None
         if left is not None:
             timeout = max(1.0, min(timeout, left))
-        return JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(render_argv(template, values)),
-                       workdir=att.workspace, env=self._env(att), timeout_s=timeout,
-                       sandbox=SandboxSpec(mode="bwrap", network=cfg.network), output_cap_bytes=LEG_OUTPUT_CAP_BYTES)
+        argv = render_argv(template, values)
+        reach = agent_program(argv[0])
+        argv[0] = reach.exec_path
+        sandbox = leg_sandbox(reach, cfg.network, self.setup.read_only)
+        env = self._env(att)
+        if reach.user_base:
+            env["PYTHONUSERBASE"] = reach.user_base
+        spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(argv), workdir=att.workspace,
+                       env=env, timeout_s=timeout, sandbox=sandbox, output_cap_bytes=LEG_OUTPUT_CAP_BYTES)
+        return spec, reach
 
     def _env(self, att: _Attempt) -> dict[str, str]:
         """The agent's complete environment: allow-listed values and the `pass_env` names."""
@@ -299,11 +380,14 @@ class CommandAgent(Agent):
         return env
 
     def _record_leg(self, att: _Attempt, kind: LegKind, message: str, run: _LegRun,
-                    requests: LegRequests | None, outcome: LegOutcome, problem: str | None) -> None:
+                    requests: LegRequests | None, outcome: LegOutcome, problem: str | None) -> Charge | None:
+        """Record the leg's `agent.leg` (with its command line and output as blobs); returns what it
+        was charged (None: its use is unknown)."""
         result = run.result
         output = read_leg_output(result) if result is not None else LegOutput()
         stdout = output.stdout if output.stdout is not None else (result.stdout_tail.encode() if result else None)
         report = read_cli_report(stdout) if stdout is not None else None
+        charge = leg_charge(report.tokens, report.cost_usd, self.setup.config.price) if report is not None else None
         if report is not None and report.session_id:
             if att.session and kind != "start" and report.session_id != att.session and self.setup.config.wake_command:
                 att.notices.append(f"the CLI answered in session {report.session_id}, not {att.session}")
@@ -316,8 +400,11 @@ class CommandAgent(Agent):
             exit_code=result.exit_code if result else None,
             elapsed_s=result.elapsed_s if result else None,
             session_id=report.session_id if report else None, tokens=report.tokens if report else {},
+            cost_usd=report.cost_usd if report else None,
+            charged=charge.to_json() if charge is not None else UNSET,
             **output_fields(run.argv, output, self.record_blob),
         ))
+        return charge
 
     # -- what the leg asked ----------------------------------------------------------------------
 
@@ -333,8 +420,10 @@ class CommandAgent(Agent):
             att.note = requests.sleep.note if requests.sleep else ""
             return self._launch(ctx, att, requests.launches)
         ended = f"the agent's process ended ({result.reason}) without a launch or a submit"
+        if result.state == "timeout":  # a stuck CLI: a reminder would cost another timeout_s
+            return GiveUp(f"{ended}: {_stderr_tail(result)}", stops_campaign=False, unresponsive=True)
         if att.nudges >= NUDGES_PER_ATTEMPT:
-            return GiveUp(f"{ended}, again after a reminder", stops_campaign=False)
+            return GiveUp(f"{ended}, again after a reminder", stops_campaign=False, unresponsive=True)
         att.nudges += 1
         reason = (f"You ended your session without a request ({result.reason}). Launch experiments and "
                   "sleep, or submit your change with a report. This is the only reminder: ending again "
@@ -383,4 +472,57 @@ class CommandAgent(Agent):
         if len(results) != len(att.pending):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views
+
+
+def agent_program(word: str) -> ProgramReach:
+    """Where the agent's command word `word` is found on the PATH every leg runs with (less the
+    channel, which holds only `ratchet-sys`: `compute.env.default_path()`), with the install prefixes its sandbox binds
+    (`compute.programs.program_reach`). `ratchet check` calls this too, so it reports what a leg does."""
+    return program_reach(word, default_path())
+
+
+def leg_sandbox(reach: ProgramReach, network: bool, read_only: Sequence[str]) -> SandboxSpec:
+    """The sandbox of every leg: bwrap, the network when `network`, and read-only the prefixes of
+    the agent's program (`reach`) and `read_only` (`sandbox.read_only`)."""
+    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])))
+
+
+def did_not_start(result: JobResult, workspace: Path, began_ns: int) -> bool:
+    """Whether a leg that sent no request is a CLI that did not start: bwrap could not run it
+    (`bwrap: execvp ...`, `bwrap: ...` on stderr with exit code 1), or it failed (a non-zero exit
+    code) within START_GRACE_S with no file of the workspace (outside `.git` and the channel)
+    modified since `began_ns` (time.time_ns() before the leg). A quick exit code 0 is an agent that
+    chose to stop: it is reminded, as any leg without a request."""
+    if result.state != "failed":
+        return False
+    if result.exit_code == 1 and result.stderr_tail.lstrip().startswith("bwrap: "):
+        return True
+    if result.elapsed_s is None or result.elapsed_s >= START_GRACE_S:
+        return False
+    return not _changed_since(workspace, began_ns)
+
+
+def _changed_since(workspace: Path, began_ns: int) -> bool:
+    for root, dirs, files in os.walk(workspace):
+        if root == str(workspace):
+            dirs[:] = [d for d in dirs if d not in (".git", CHANNEL_DIR)]
+        for name in [*files, *dirs]:
+            try:
+                if os.lstat(os.path.join(root, name)).st_mtime_ns >= began_ns:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def start_problem(result: JobResult, reach: ProgramReach) -> str:
+    """The `start_failed` leg's problem: how the CLI ended, where its program was (not) found, and
+    its stderr tail (STDERR_TAIL_CHARS)."""
+    where = reach.problem or f"{reach.word} resolved to {reach.resolved or reach.exec_path}"
+    return f"the agent's CLI did not start ({result.reason}; {where}): {_stderr_tail(result)}"
+
+
+def _stderr_tail(result: JobResult) -> str:
+    tail = result.stderr_tail.strip()
+    return tail[-STDERR_TAIL_CHARS:] if tail else "(nothing on stderr)"
 

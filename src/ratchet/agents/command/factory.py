@@ -6,9 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.command.agent import CommandAgent, CommandSetup, Record, RecordBlob, RunJob
+from ratchet.agents.command.agent import CommandAgent, CommandSetup, Record, RecordBlob, RunJob, Spent
 from ratchet.agents.command.messages import TaskView
 from ratchet.agents.command.workspace import ScopeRules
+from ratchet.core.budget import limits_of
 from ratchet.core.contract import Contract
 from ratchet.core.errors import ContractError
 
@@ -55,7 +56,7 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
                         record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                         dev_examples: Sequence[Any] | None = None,
                         budget_view: Callable[[], Mapping[str, Any]] | None = None,
-                        wall_left: Callable[[], float | None] | None = None,
+                        wall_left: Callable[[], float | None] | None = None, spent: Spent | None = None,
                         environ: Mapping[str, str] | None = None, bwrap: str | None = None) -> CommandAgent:
     """The CommandAgent for `contract` (agent.kind = "command") of the project at `root`.
     project: its Git. work_dir: kernel-owned, outside the project, the run's own (a directory, or a
@@ -67,9 +68,10 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
     rules = scope_rules(contract)
     task = TaskView(read_brief(root, contract), target_summary(contract), rules.allowed, rules.protected)
     where = work_dir if callable(work_dir) else _fixed(Path(work_dir))
-    setup = CommandSetup(cfg, project, rules, where, task, dev_examples)
+    setup = CommandSetup(cfg, project, rules, where, task, dev_examples, limits_of(contract),
+                         tuple(contract.sandbox.read_only))
     return CommandAgent(setup, record_blob, record, run_job, budget_view=budget_view, wall_left=wall_left,
-                        environ=environ, bwrap=bwrap)
+                        spent=spent, environ=environ, bwrap=bwrap)
 
 
 def _fixed(path: Path) -> Callable[[], Path]:

@@ -63,3 +63,10 @@ LEG_OUTPUT_CAP_BYTES = 256 * 1024
 """Bytes of a leg's stdout, and separately of its stderr, kept with the run: the end of the stream
 (its last bytes, where a CLI says how it ended); a leg that wrote more is recorded as truncated,
 with the count of bytes it wrote."""
+
+START_GRACE_S = 1.0
+"""Seconds within which a leg that failed (a non-zero exit code) with nothing done (no request, no file of the workspace
+changed) is read as a CLI that did not start (`start_failed`), not as an agent that chose to stop."""
+
+STDERR_TAIL_CHARS = 1000
+"""Characters of the CLI's stderr tail kept in a `start_failed` leg's problem and its attempt's reason."""

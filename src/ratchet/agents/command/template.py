@@ -10,6 +10,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ratchet.core.contract import AGENT_TEMPLATE_FIELDS
 from ratchet.core.errors import ContractError
@@ -48,26 +49,54 @@ def _fill(word: str, values: Mapping[str, str], template: str) -> str:
 
 @dataclass(frozen=True)
 class CliReport:
-    """What the agent's CLI said about itself in its last JSON line: the session id (Claude Code
-    `session_id`, Codex `thread_id`/`session_id`) and token counts (`usage`), when present."""
+    """What the agent's CLI said about itself in its JSON lines: the session id (Claude Code
+    `session_id`, Codex `thread_id`/`session_id`), token counts (the integer entries of `usage`) and
+    the cost in USD it reported (Claude Code `total_cost_usd`, older `cost_usd`), when present."""
 
     session_id: str | None
     tokens: dict[str, int]
+    cost_usd: float | None = None
+
+
+COST_KEYS = ("total_cost_usd", "cost_usd")
+"""Keys of a CLI's JSON line read as its cost in USD (the first present)."""
 
 
 def read_cli_report(stdout: bytes) -> CliReport:
-    """The CliReport of the last JSON object line of `stdout` that carries a session id or usage."""
+    """The CliReport of `stdout`'s JSON object lines: the session id of the last line carrying one,
+    the usage and cost of the last line carrying either (Codex writes its thread id in its first
+    line and its usage in its last)."""
+    session: str | None = None
+    usage: tuple[dict[str, int], float | None] | None = None
     for line in reversed(stdout[-CLI_REPORT_TAIL_BYTES:].decode("utf-8", "replace").splitlines()):
-        line = line.strip()
-        if not (line.startswith("{") and line.endswith("}")):
+        obj = _json_object(line)
+        if obj is None:
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        session = obj.get("session_id") or obj.get("thread_id")
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
-        tokens = {k: int(v) for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
-        if session or tokens:
-            return CliReport(str(session) if session else None, tokens)
-    return CliReport(None, {})
+        if session is None and (obj.get("session_id") or obj.get("thread_id")):
+            session = str(obj.get("session_id") or obj.get("thread_id"))
+        if usage is None:
+            raw = obj["usage"] if isinstance(obj.get("usage"), dict) else {}
+            tokens = {k: int(v) for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+            cost = next((float(obj[k]) for k in COST_KEYS if _number(obj.get(k))), None)
+            if tokens or cost is not None:
+                usage = (tokens, cost)
+        if session is not None and usage is not None:
+            break
+    tokens, cost = usage or ({}, None)
+    return CliReport(session, tokens, cost)
+
+
+def _json_object(line: str) -> dict[str, Any] | None:
+    line = line.strip()
+    if not (line.startswith("{") and line.endswith("}")):
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _number(value: Any) -> bool:
+    """A finite, non-negative JSON number (never a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < float("inf")

@@ -34,6 +34,11 @@ from ratchet.workspace.trees import EXEC_MODE, FILE_MODE
 MAX_FILES_SHOWN = 200
 """Files in scope read into a prompt at most (the rest are not listed)."""
 
+NO_REPLY_OUTCOMES = ("connection_error", "timeout", "server_error")
+"""Call outcomes that mean the server did not answer usefully after every retry (refused or dropped
+connections, no reply in time, 5xx): an attempt failed by one is `unresponsive` and counts toward
+`agent.max_idle_attempts` (a configuration error stops the run at once instead: `_fatal`)."""
+
 BUDGET_STOP_PREFIX = "budget_exhausted:"
 """A GiveUp reason starting with this names the model budget that stopped the agent (also in
 `LlmAgent.stopped_by_budget`), so the loop records stop reason `budget_exhausted` with that name."""
@@ -236,7 +241,7 @@ class LlmAgent(Agent):
         why = f"model call {record.key} failed ({record.outcome}): {record.detail}"
         report = self._report(parsed, directive, [why])
         summary = parsed.summary if parsed and parsed.summary else f"model call failed ({record.outcome})"
-        return Submit(None, report, summary, invalid=why[:2000])
+        return Submit(None, report, summary, invalid=why[:2000], unresponsive=record.outcome in NO_REPLY_OUTCOMES)
 
     def _report(self, parsed: ParsedReply | None, directive: str, notes: Sequence[str]) -> str:
         parts = [parsed.report if parsed and parsed.report else "(the model wrote no report)"]

@@ -1,5 +1,5 @@
 """A command agent's legs as the reports show them (`ratchet report --attempt`, its `--json`, the HTML
-report): per leg its command line, how its process ended, its tokens, the requests it made through
+report): per leg its command line, how its process ended, its tokens and charge, the requests it made through
 the channel and the last lines of its stdout and stderr, read from the blobs its `agent.leg` names.
 
 Pure: blobs come in through a `read_blob` function (digest -> bytes, None when the blob cannot be
@@ -45,7 +45,9 @@ def shown_arg(arg: str) -> str:
 
 def leg_views(legs: Sequence[AgentLeg], read_blob: ReadBlob, blob_file: Callable[[str], str]) -> list[dict[str, Any]]:
     """One JSON-ready dict per leg, in order: {"leg", "kind", "outcome", "problem", "state",
-    "exit_code", "elapsed_s", "session_id", "tokens", "command" (the argv, each argument cut by
+    "exit_code", "elapsed_s", "session_id", "tokens", "cost_usd" (the cost the CLI reported, None:
+    none), "charged" (what the leg was charged against the model budgets, None: its use is unknown
+    or not recorded), "command" (the argv, each argument cut by
     `shown_arg`; None when not recorded), "argv_blob", "message_blob", "requests" (the recorded
     requests: launches, sleep, submit, notices; None when none were read), "stdout", "stderr"}.
     Each stream: {"blob", "file", "bytes" (written by the leg), "kept" (bytes in the blob),
@@ -58,7 +60,8 @@ def leg_views(legs: Sequence[AgentLeg], read_blob: ReadBlob, blob_file: Callable
         out.append({
             "leg": leg.leg, "kind": leg.leg_kind, "outcome": leg.outcome, "problem": leg.problem,
             "state": leg.state, "exit_code": leg.exit_code, "elapsed_s": leg.elapsed_s,
-            "session_id": leg.session_id, "tokens": dict(leg.tokens or {}),
+            "session_id": leg.session_id, "tokens": dict(leg.tokens or {}), "cost_usd": given(leg.cost_usd),
+            "charged": dict(charged) if (charged := given(leg.charged)) is not None else None,
             "command": [shown_arg(str(a)) for a in argv] if isinstance(argv, list) else None,
             "argv_blob": given(leg.argv_blob), "message_blob": leg.message_blob,
             "requests": {k: requests.get(k) for k in ("launches", "sleep", "submit", "notices")}
@@ -111,7 +114,8 @@ def request_lines(requests: Mapping[str, Any] | None) -> list[str]:
 
 
 def leg_heading(leg: Mapping[str, Any]) -> str:
-    """One line for a leg: its number, kind and outcome, how its process ended, seconds, tokens."""
+    """One line for a leg: its number, kind and outcome, how its process ended, seconds, tokens, the
+    charge."""
     parts = [f"leg {leg['leg']} {leg['kind']} -> {leg['outcome']}"]
     if leg.get("state") is not None:
         exit_code = leg.get("exit_code")
@@ -122,6 +126,10 @@ def leg_heading(leg: Mapping[str, Any]) -> str:
     if tokens:
         parts.append("tokens " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
                                            for k, v in tokens.items()))
+    charged = leg.get("charged") or {}
+    if charged:
+        parts.append("charged " + ", ".join(f"{k} {v:,.4f}" if k == "usd" else f"{k} {v:,.0f}"
+                                            for k, v in charged.items()))
     if leg.get("problem"):
         parts.append(str(leg["problem"]))
     return "; ".join(parts)
