@@ -78,6 +78,17 @@ def _events_so_far(root: Path) -> list[dict[str, Any]]:
     return found
 
 
+
+def use_files_agent(root: Path, candidates: dict[str, str], append: str = "") -> None:
+    """Turn the benchmark fixture's contract to the `files` agent over prepared candidates: each
+    `candidates[name]` is the params.toml text of candidates/<name>/; `append` is added to the
+    contract (set_contract), and the change is committed."""
+    for name, params in candidates.items():
+        (root / "candidates" / name).mkdir(parents=True)
+        (root / "candidates" / name / "params.toml").write_text(params)
+    set_contract(root, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
+                 append=append)
+
 def rechain(path: Path, edit: Callable[[dict[str, Any]], bool]) -> None:
     """Apply `edit` to every event (it returns True for the ones it changed) and re-compute the hash
     chain, so the ledger is well formed again: what a careful forger would do."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from helpers import events, ratchet, rechain, set_contract
+from helpers import events, ratchet, rechain, use_files_agent
 from repo_fixture import BENCH_PY
 
 from ratchet.core.errors import EXIT_CHECK_FAILED
@@ -51,10 +51,7 @@ def _verdict_findings(root: Path, run_id: str) -> list[dict[str, Any]]:
 
 def _run(make_repo, root: Path, bench: str) -> str:
     repo = make_repo(root, files={"bench.py": bench})
-    (repo / "candidates" / "1-gain").mkdir(parents=True)
-    (repo / "candidates" / "1-gain" / "params.toml").write_text("x = 1.0\n")
-    set_contract(repo, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
-                 append=GATE)
+    use_files_agent(repo, {"1-gain": "x = 1.0\n"}, GATE)
     code, out, err = ratchet("run", str(repo))
     assert code == 0, err
     return str(out["result"]["run_id"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import events, ratchet, set_contract
+from helpers import events, ratchet, set_contract, use_files_agent
 from repo_fixture import git
 
 FAST_GATE = """
@@ -155,11 +155,8 @@ NOISELESS = "import tomllib\nv = tomllib.load(open('params.toml', 'rb'))['v']\np
 
 def _relative_margin_project(make_repo, root: Path, candidates: dict[str, float]) -> Path:
     root = make_repo(root, files={"bench.py": NOISELESS, "params.toml": "v = 1.0\n"})
-    for name, value in candidates.items():
-        (root / "candidates" / name).mkdir(parents=True)
-        (root / "candidates" / name / "params.toml").write_text(f"v = {value}\n")
-    set_contract(root, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
-                 append="[gate]\nunits = [6, 12]\nconfirm = false\nmin_effect_rel = 0.5\nholdout_units = 6\n")
+    use_files_agent(root, {name: f"v = {value}\n" for name, value in candidates.items()},
+                    "[gate]\nunits = [6, 12]\nconfirm = false\nmin_effect_rel = 0.5\nholdout_units = 6\n")
     return root
 
 
@@ -203,12 +200,9 @@ def test_betting_rejects_a_unit_below_the_floor_and_promotes_a_gain_and_verify_r
     # Noiseless scores: baseline 1.0; candidate 1 scores 0.8 (a loss of 0.2 per unit, below the floor
     # -0.1), candidate 2 scores 1.1 (p 0.0005 at 12 units, under attempt 2's level 0.0136).
     root = make_repo(tmp_path / "f", files={"bench.py": NOISELESS, "params.toml": "v = 1.0\n"})
-    for name, value in {"1-loses": 0.8, "2-gains": 1.1}.items():
-        (root / "candidates" / name).mkdir(parents=True)
-        (root / "candidates" / name / "params.toml").write_text(f"v = {value}\n")
-    set_contract(root, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
-                 append='[gate]\nunits = [6, 12]\nconfirm = false\nholdout_units = 6\ntest = "betting"\n'
-                        "max_unit_loss = 0.1\n")
+    use_files_agent(root, {"1-loses": "v = 0.8\n", "2-gains": "v = 1.1\n"},
+                    '[gate]\nunits = [6, 12]\nconfirm = false\nholdout_units = 6\ntest = "betting"\n'
+                    "max_unit_loss = 0.1\n")
     code, out, err = ratchet("run", str(root))
     assert code == 0, err
     run_id = out["result"]["run_id"]

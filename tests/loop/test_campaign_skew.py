@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from helpers import events, ratchet, set_contract
+from helpers import events, ratchet, use_files_agent
 from repo_fixture import BENCH_PY
 from scipy import stats as sps
 
@@ -39,10 +39,7 @@ def _quantile_g1() -> float:
 
 def test_a_trial_records_the_skewness_of_its_paired_differences_and_the_report_warns(make_repo, tmp_path: Path):
     repo = make_repo(tmp_path / "repo", files={"bench.py": SKEWED_BENCH})
-    (repo / "candidates" / "1-skewed").mkdir(parents=True)
-    (repo / "candidates" / "1-skewed" / "params.toml").write_text("x = 1.0\n")
-    set_contract(repo, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
-                 append=GATE)
+    use_files_agent(repo, {"1-skewed": "x = 1.0\n"}, GATE)
     code, out, err = ratchet("run", str(repo))
     assert code == 0, err
     run_id = out["result"]["run_id"]
@@ -82,10 +79,7 @@ def test_a_trial_records_the_skewness_of_its_paired_differences_and_the_report_w
 
 def test_a_symmetric_trial_gives_the_report_no_skew_warning(bench_repo: Path):
     """The fixture's bench: the seed's noise cancels in d, so every difference is the same (no spread)."""
-    (bench_repo / "candidates" / "1-good").mkdir(parents=True)
-    (bench_repo / "candidates" / "1-good" / "params.toml").write_text("x = 3.0\n")
-    set_contract(bench_repo, replace={'kind = "search"': 'kind = "files"\n[agent.files]\npath = "candidates/"'},
-                 append=GATE)
+    use_files_agent(bench_repo, {"1-good": "x = 3.0\n"}, GATE)
     code, out, err = ratchet("run", str(bench_repo))
     assert code == 0, err
     judged = [e["data"] for e in events(bench_repo, out["result"]["run_id"]) if e["kind"] == "trial.judged"]
