@@ -25,8 +25,8 @@ protected = {protected} # never changeable; ratchet.toml and target.examples alw
 hidden = []              # never present in an agent's workspace
 
 [agent]
-kind = "search"          # search | files | command | llm
 max_idle_attempts = 3    # attempts in a row whose agent did not work before the run stops (0: never)
+kind = "search"          # search | files | command | llm (its own table follows the kind)
 [agent.search]
 file = "params.toml"     # tunables are written into this file (.toml or .json)
 sampler = "tpe"          # tpe | random
