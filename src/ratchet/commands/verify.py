@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ratchet.commands.verify_rederive import Recorded, rebuild_target, rederive
-from ratchet.core import audit
+from ratchet.core import audit, audit_budget
 from ratchet.core.audit import Finding
 from ratchet.core.audit_view import Planned, RunView, read_view
 from ratchet.core.canonical import digest_bytes
@@ -109,7 +109,7 @@ def _check_all(run: RunDir, view: RunView, contract: Contract, blobs: BlobStore,
         findings += audit.check_without_jobs(view)
         findings += audit.check_promotions(view, target.confirms and view.mode != "compare")
         command = contract.agent.command if contract.agent.kind == "command" else None
-        findings += audit.check_budgets(view, command.price if command is not None else None)
+        findings += audit_budget.check_budgets(view, command.price if command is not None else None)
         signature_findings, notes = audit.check_signatures(view, SIGNED_KINDS, check_signature, given_key)
         findings += signature_findings
         planned: list[Planned] = []

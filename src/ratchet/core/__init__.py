@@ -8,7 +8,7 @@ names of a job's files). Values:
 `canonical.py` (canonical JSON, digests), `vocab.py` (closed sets), `errors.py` and
 `error_codes.py`. Deciding: `plan.py`, `gate.py`, `gate_design.py`, `gate_rules.py`, `reach.py`, `stats/`, `budget/`.
 The ledger's meaning: `events.py` (one line), `payloads.py` (each kind's data), `state.py` (the fold
-into a RunState), `audit.py` and `audit_view.py` (verify's checks).
+into a RunState), `audit.py`, `audit_budget.py` and `audit_view.py` (verify's checks).
 
 Imports nothing effectful: no subprocess, no files, no clock (tests/core/test_purity.py).
 """

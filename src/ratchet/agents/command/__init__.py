@@ -5,8 +5,9 @@ Modules: `limits.py` (the kernel's limits), `workspace.py` (seeding and harvesti
 (hardened file access), `requests.py` (validation of what the agent asks), `artifacts.py` (delivered
 into the channel), `messages.py` (prompt and wake texts, fenced data), `template.py` (the CLI's argv),
 `tool.py` (the `ratchet-sys` program, stdlib only), `factory.py` (the agent built from a contract),
-`output.py` (each leg's command line and output kept as blobs), `probe.py` (what `ratchet check` says
-of the CLI: where it is found, its `--version`), `agent.py` (`CommandAgent`).
+`output.py` (each leg's command line and output kept as blobs), `program.py` (the leg's program
+found, sandboxed, judged started), `probe.py` (what `ratchet check` says of the CLI: where it is
+found, its `--version`), `agent.py` (`CommandAgent`).
 
 Effects: creates and harvests a git workspace outside the project, reads and writes its channel, runs
 the agent's CLI (under bubblewrap when the sandbox is used), reads each leg's output files.

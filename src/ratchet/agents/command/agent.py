@@ -64,19 +64,18 @@ from ratchet.agents.command.limits import (
     LEG_OUTPUT_CAP_BYTES,
     MAX_SLEEPS_PER_ATTEMPT,
     NUDGES_PER_ATTEMPT,
-    START_GRACE_S,
-    STDERR_TAIL_CHARS,
     TOOL_NAME,
 )
 from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake_text
 from ratchet.agents.command.output import LegOutput, output_fields, read_leg_output
+from ratchet.agents.command.program import agent_program, did_not_start, leg_sandbox, start_problem, stderr_tail
 from ratchet.agents.command.requests import LaunchRequest, LegRequests, read_leg
 from ratchet.agents.command.template import read_cli_report, render_argv
 from ratchet.agents.command.workspace import ScopeRules, create_workspace, harvest
 from ratchet.compute.artifacts import artifact_notes
-from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
+from ratchet.compute.base import JobResult, JobSpec
 from ratchet.compute.env import default_path
-from ratchet.compute.programs import ProgramReach, program_reach
+from ratchet.compute.programs import ProgramReach
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.core.budget import BudgetStop, Charge, ResourceName
 from ratchet.core.budget.agent_kinds import COMMAND_RESOURCES, command_budget_stop, leg_charge
@@ -421,7 +420,7 @@ class CommandAgent(Agent):
             return self._launch(ctx, att, requests.launches)
         ended = f"the agent's process ended ({result.reason}) without a launch or a submit"
         if result.state == "timeout":  # a stuck CLI: a reminder would cost another timeout_s
-            return GiveUp(f"{ended}: {_stderr_tail(result)}", stops_campaign=False, unresponsive=True)
+            return GiveUp(f"{ended}: {stderr_tail(result)}", stops_campaign=False, unresponsive=True)
         if att.nudges >= NUDGES_PER_ATTEMPT:
             return GiveUp(f"{ended}, again after a reminder", stops_campaign=False, unresponsive=True)
         att.nudges += 1
@@ -472,57 +471,3 @@ class CommandAgent(Agent):
         if len(results) != len(att.pending):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views
-
-
-def agent_program(word: str) -> ProgramReach:
-    """Where the agent's command word `word` is found on the PATH every leg runs with (less the
-    channel, which holds only `ratchet-sys`: `compute.env.default_path()`), with the install prefixes its sandbox binds
-    (`compute.programs.program_reach`). `ratchet check` calls this too, so it reports what a leg does."""
-    return program_reach(word, default_path())
-
-
-def leg_sandbox(reach: ProgramReach, network: bool, read_only: Sequence[str]) -> SandboxSpec:
-    """The sandbox of every leg: bwrap, the network when `network`, and read-only the prefixes of
-    the agent's program (`reach`) and `read_only` (`sandbox.read_only`)."""
-    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])))
-
-
-def did_not_start(result: JobResult, workspace: Path, began_ns: int) -> bool:
-    """Whether a leg that sent no request is a CLI that did not start: bwrap could not run it
-    (`bwrap: execvp ...`, `bwrap: ...` on stderr with exit code 1), or it failed (a non-zero exit
-    code) within START_GRACE_S with no file of the workspace (outside `.git` and the channel)
-    modified since `began_ns` (time.time_ns() before the leg). A quick exit code 0 is an agent that
-    chose to stop: it is reminded, as any leg without a request."""
-    if result.state != "failed":
-        return False
-    if result.exit_code == 1 and result.stderr_tail.lstrip().startswith("bwrap: "):
-        return True
-    if result.elapsed_s is None or result.elapsed_s >= START_GRACE_S:
-        return False
-    return not _changed_since(workspace, began_ns)
-
-
-def _changed_since(workspace: Path, began_ns: int) -> bool:
-    for root, dirs, files in os.walk(workspace):
-        if root == str(workspace):
-            dirs[:] = [d for d in dirs if d not in (".git", CHANNEL_DIR)]
-        for name in [*files, *dirs]:
-            try:
-                if os.lstat(os.path.join(root, name)).st_mtime_ns >= began_ns:
-                    return True
-            except OSError:
-                continue
-    return False
-
-
-def start_problem(result: JobResult, reach: ProgramReach) -> str:
-    """The `start_failed` leg's problem: how the CLI ended, where its program was (not) found, and
-    its stderr tail (STDERR_TAIL_CHARS)."""
-    where = reach.problem or f"{reach.word} resolved to {reach.resolved or reach.exec_path}"
-    return f"the agent's CLI did not start ({result.reason}; {where}): {_stderr_tail(result)}"
-
-
-def _stderr_tail(result: JobResult) -> str:
-    tail = result.stderr_tail.strip()
-    return tail[-STDERR_TAIL_CHARS:] if tail else "(nothing on stderr)"
-

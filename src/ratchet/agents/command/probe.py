@@ -1,5 +1,5 @@
 """What `ratchet check` says about a command agent's CLI: where the first word of
-`agent.command.command` is found (exactly as a leg finds it: `agent.agent_program`), what its
+`agent.command.command` is found (exactly as a leg finds it: `program.agent_program`), what its
 sandbox binds, and with `--preflight`, what `<program> --version` prints in that sandbox.
 
 Effects: reads the filesystem; `version_probe` runs the program once under bubblewrap in a
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.command.agent import agent_program, leg_sandbox
+from ratchet.agents.command.program import agent_program, leg_sandbox
 from ratchet.compute.env import default_path
 from ratchet.compute.programs import ProgramReach
 from ratchet.compute.sandbox import wrap_argv
