@@ -58,9 +58,6 @@ FINDINGS: Mapping[str, str] = {
 }
 """Every check's code, with what a failure of it means."""
 
-NO_JOBS_REASONS = WITHOUT_JOBS
-"""Reasons a trial may be judged without a plan (core.gate.WITHOUT_JOBS)."""
-
 REL_TOL = 1e-9
 """Relative tolerance of a re-derived figure (the same code on another machine's floating point)."""
 
@@ -238,7 +235,7 @@ def check_without_jobs(view: RunView) -> list[Finding]:
             continue
         reason = j.get("reason")
         problem = None
-        if j.get("verdict") != "rejected" or reason not in NO_JOBS_REASONS:
+        if j.get("verdict") != "rejected" or reason not in WITHOUT_JOBS:
             problem = f"verdict {j.get('verdict')!r} ({reason!r}) without any plan"
         elif reason == "no_change" and tree != view.champion_before(j.seq):
             problem = f"no_change, but tree {tree} is not the champion's {view.champion_before(j.seq)}"

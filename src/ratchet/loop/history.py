@@ -21,15 +21,10 @@ from ratchet.core.state import RunState
 from ratchet.core.stats.multiplicity import LevelOutcome
 from ratchet.present.status import final_verdict
 
-JUDGED_WITHOUT_JOBS = WITHOUT_JOBS
-"""Reasons a trial is decided before any job ran (core.gate.WITHOUT_JOBS): its level was never
-spent, and on an examples target the only reasons an agent is shown (they depend on the candidate
-alone, never on val)."""
-
 
 def level_history(state: RunState, before: int, rules: int = GATE_RULES) -> list[LevelOutcome]:
     """What each attempt before `before` did with its level (stats.multiplicity.attempt_levels):
-    `promoted`; `unspent` when decided without jobs (JUDGED_WITHOUT_JOBS) or given up before its
+    `promoted`; `unspent` when decided without jobs (WITHOUT_JOBS) or given up before its
     trial; `not_promoted` otherwise. Under gate `rules` 1 a trial whose jobs completed no unit also
     counted as `unspent`, which depends on the data measured; rules 2 decide it before any job."""
     out: list[LevelOutcome] = []
@@ -38,7 +33,7 @@ def level_history(state: RunState, before: int, rules: int = GATE_RULES) -> list
             continue
         if a.promoted:
             out.append("promoted")
-        elif a.gave_up is not None or a.reason in JUDGED_WITHOUT_JOBS or (rules == 1 and not a.units):
+        elif a.gave_up is not None or a.reason in WITHOUT_JOBS or (rules == 1 and not a.units):
             out.append("unspent")
         else:
             out.append("not_promoted")
@@ -122,7 +117,7 @@ def past_attempts(state: RunState, examples: bool) -> tuple[PastAttempt, ...]:
         mean = a.candidate_mean
         if examples:
             mean = None
-            if reason not in JUDGED_WITHOUT_JOBS:
+            if reason not in WITHOUT_JOBS:
                 verdict, reason = ("accepted", "promoted") if a.promoted else ("rejected", "not_promoted")
         past.append(PastAttempt(a.attempt, a.tree, a.params, verdict, reason, mean,
                                 dev_mean(state, a.attempt) if examples else None))
