@@ -174,7 +174,8 @@ def check(
     directory: DirArg = Path("."),
     preflight: Annotated[bool, typer.Option(
         "--preflight", metavar="",
-        help="Also measure the baseline once, in the sandbox, as `ratchet run` will.")] = False,
+        help="Also measure the baseline once, in the sandbox, as `ratchet run` will, and run a command "
+             "agent's program with --version in its sandbox.")] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
