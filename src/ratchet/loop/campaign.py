@@ -39,6 +39,7 @@ from ratchet.core.payloads import (
     RunStarted,
     TrialJudged,
     TrialPlanned,
+    given,
 )
 from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
@@ -50,6 +51,7 @@ from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
 from ratchet.loop.measure import Progress
+from ratchet.loop.revision import author_verdict, revisable
 from ratchet.loop.trial import TrialOutcome, measure_looks, settings_for
 from ratchet.present.progress import CampaignUI
 from ratchet.targets.base import Target
@@ -198,11 +200,15 @@ class Campaign:
     # -- one attempt ---------------------------------------------------------------------------
 
     def _attempt(self, number: int) -> str:
-        self.k.once(AttemptStarted(attempt=number), "attempt")
+        revises = self._revises(number)
+        self.k.once(AttemptStarted(attempt=number, revises=UNSET if revises is None else revises), "attempt")
         state = self.k.state()
         self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
+        if revises is not None:
+            self.ui.note(f"attempt {number} revises attempt {revises} (the same session, told its verdict)")
         ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed,
-                           past_attempts(state, self.target.kind == "examples"))
+                           past_attempts(state, self.target.kind == "examples"),
+                           author_verdict(self.k, state, revises) if revises is not None else None)
         submitted = self.k.recorded(AttemptSubmitted, attempt=number)
         action = self._recorded_submission(submitted) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
@@ -219,6 +225,18 @@ class Campaign:
         assert isinstance(action, Submit)  # _converse runs every Launch before it returns
         self._submit(number, action)
         return "judged"
+
+    def _revises(self, number: int) -> int | None:
+        """The attempt that attempt `number` revises, or None: as `attempt.started` recorded it,
+        else the previous attempt when it was judged without a promotion and its agent's session may
+        submit again (`Agent.can_revise`)."""
+        started = self.k.recorded(AttemptStarted, attempt=number)
+        if started is not None:
+            return given(started.revises)
+        previous = self.k.state().attempt(number - 1)
+        if revisable(previous) and self.agent.can_revise(number - 1):
+            return number - 1
+        return None
 
     def _converse(self, ctx: AgentContext) -> Action:
         """The legs of one attempt: start (or resume), then each Launch run and woken, until a
