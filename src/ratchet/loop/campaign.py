@@ -24,7 +24,9 @@ from ratchet.agents.base import (
     GiveUp,
     Launch,
     Submit,
+    Verdict,
 )
+from ratchet.compute.outcome import read_result
 from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, trial_worst_case
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate import Decision
@@ -208,7 +210,7 @@ class Campaign:
             self.ui.note(f"attempt {number} revises attempt {revises} (the same session, told its verdict)")
         ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed,
                            past_attempts(state, self.target.kind == "examples"),
-                           author_verdict(self.k, state, revises) if revises is not None else None)
+                           self._author_verdict(state, revises) if revises is not None else None)
         submitted = self.k.recorded(AttemptSubmitted, attempt=number)
         action = self._recorded_submission(submitted) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
@@ -237,6 +239,14 @@ class Campaign:
         if revisable(previous) and self.agent.can_revise(number - 1):
             return number - 1
         return None
+
+    def _author_verdict(self, state: RunState, attempt: int) -> Verdict:
+        """The verdict on `attempt` as its author is shown it (loop.revision.author_verdict)."""
+        def stderr_of(job_id: str) -> str:
+            result = read_result(self.k.run.job_files(job_id).result)
+            return result.stderr_tail if result is not None else ""
+
+        return author_verdict(state, attempt, self.target.kind == "examples", stderr_of)
 
     def _converse(self, ctx: AgentContext) -> Action:
         """The legs of one attempt: start (or resume), then each Launch run and woken, until a

@@ -6,15 +6,17 @@ may be woken with the verdict and submit again; that revision is the next attemp
 author is shown (agents.base.Verdict): on an examples target nothing measured on val, as
 `history.past_attempts` rules; failures are the stderr tails of a benchmark's failed trial and
 confirm jobs, or the dev examples an examples candidate did not pass.
+
+Pure: a RunState (and a reader of a job's stderr) in, values out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ratchet.agents.base import Verdict
-from ratchet.compute.outcome import read_result
 from ratchet.core.state import AttemptState, RunState
 from ratchet.loop.history import dev_mean, failed_examples, past_attempts
-from ratchet.loop.kernel import Kernel
 
 MAX_FAILED_JOBS_SHOWN = 5
 """Failed jobs whose stderr an author is shown (the first in record order)."""
@@ -44,10 +46,11 @@ def submission_number(state: RunState, attempt: int) -> int:
     return count
 
 
-def author_verdict(k: Kernel, state: RunState, attempt: int) -> Verdict:
-    """The verdict on `attempt` as its author may read it (see agents.base.Verdict). Raises
-    KeyError when `attempt` was never judged."""
-    examples = k.contract.target.kind == "examples"
+def author_verdict(state: RunState, attempt: int, examples: bool, stderr_of: Callable[[str], str]) -> Verdict:
+    """The verdict on `attempt` as its author may read it (see agents.base.Verdict). `examples`: the
+    run's target is an examples target; `stderr_of(job_id)`: the stderr tail a finished job left
+    (read only for a benchmark's failed trial and confirm jobs). Raises KeyError when `attempt` was
+    never judged."""
     shown = {p.attempt: p for p in past_attempts(state, examples)}[attempt]
     a = state.attempt(attempt)
     assert a is not None
@@ -59,7 +62,7 @@ def author_verdict(k: Kernel, state: RunState, attempt: int) -> Verdict:
         failures = failures[:MAX_FAILED_EXAMPLES_SHOWN]
     else:
         detail = _figures(state, a)
-        failures = _failed_jobs(k, state, attempt)
+        failures = _failed_jobs(state, attempt, stderr_of)
     return Verdict(attempt=attempt, tree=a.tree, verdict=shown.verdict or "-", reason=shown.reason or "-",
                    detail=tuple(detail), failures=tuple(failures), submission=submission_number(state, attempt))
 
@@ -81,14 +84,13 @@ def _figures(state: RunState, a: AttemptState) -> list[str]:
     return lines
 
 
-def _failed_jobs(k: Kernel, state: RunState, attempt: int) -> list[str]:
+def _failed_jobs(state: RunState, attempt: int, stderr_of: Callable[[str], str]) -> list[str]:
     """`job_id (state): stderr line` for the last lines of each failed trial or confirm job of
     `attempt` (at most MAX_FAILED_JOBS_SHOWN jobs)."""
     out: list[str] = []
     failed = [j for j in state.finished_jobs.values()
               if j.attempt == attempt and j.stage in ("trial", "confirm") and j.state != "ok"]
     for job in failed[:MAX_FAILED_JOBS_SHOWN]:
-        result = read_result(k.run.job_files(job.job_id).result)
-        tail = (result.stderr_tail if result is not None else "").strip().splitlines()[-STDERR_LINES_SHOWN:]
+        tail = stderr_of(job.job_id).strip().splitlines()[-STDERR_LINES_SHOWN:]
         out += [f"{job.job_id} ({job.state}): {line}" for line in tail] or [f"{job.job_id} ({job.state}): {job.reason}"]
     return out
