@@ -136,6 +136,8 @@ def test_a_rejected_submission_is_revised_in_the_same_session_as_the_next_attemp
     assert [h["attempt"] for h in harvests][:2] == [1, 2] and harvests[1]["taken"] == ["model/smooth.py"]
     code, report, _ = ratchet("report", run_id, "--attempt", "2", "--dir", str(root))
     assert code == 0 and report["result"]["revises"] == 1, report
+    code, verified, _ = ratchet("verify", run_id, "--dir", str(root))
+    assert code == 0, verified
     assert [leg["kind"] for leg in report["result"]["legs"]][:1] == ["revise"], report
 
 
