@@ -29,9 +29,10 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not probe_bwrap().available, reason="the command agent needs a working bwrap")]
 
 EDIT_BOT = '''"""An edit-only CLI: edits model/smooth.py, writes REPORT.md, prints its session, exits 0."""
-import json, re, sys
+import json, os, re, sys
 message = open(sys.argv[1]).read()
 revising = "was judged:" in message
+print("editbot: REPORT.md present:", os.path.exists("REPORT.md"))
 window = %(revise)r if revising else %(first)r
 if window is not None:
     source = open("model/smooth.py").read()
@@ -131,6 +132,8 @@ def test_a_rejected_submission_is_revised_in_the_same_session_as_the_next_attemp
     assert f"was judged: {judged[1]['verdict']} ({judged[1]['reason']})" in message
     assert "submission 2 of at most 3" in message and "judged as attempt 2" in message
     assert "## Your submitted change" not in message, "a resumed session holds its change: no diff is repeated"
+    printed = blobs.get_bytes(revise["stdout_blob"]).decode()
+    assert "editbot: REPORT.md present: False" in printed, "the first submission's report was taken with it"
     # The same workspace: the revision's harvest still takes the file the first submission changed.
     harvests = [e["data"] for e in evs if e["kind"] == "agent.harvested"]
     assert [h["attempt"] for h in harvests][:2] == [1, 2] and harvests[1]["taken"] == ["model/smooth.py"]

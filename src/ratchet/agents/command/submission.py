@@ -2,11 +2,12 @@
 with changes in scope has its workspace harvested as the candidate, and its report read from
 REPORT_FILE at the top of the workspace, or else the end of its stdout.
 
-Effects: reads one file of the workspace, never following a symlink.
+Effects: reads and removes one file of the workspace, never following a symlink.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -44,8 +45,12 @@ def read_report_file(workspace: Path) -> str | None:
 
 def exit_report(workspace: Path, stdout_tail: str) -> tuple[str, str]:
     """The report of an on-exit submission and where it came from: (text, "REPORT.md") when the
-    session wrote one, else (the end of the CLI's stdout, "stdout"), else (NO_REPORT, "none")."""
+    session wrote one, else (the end of the CLI's stdout, "stdout"), else (NO_REPORT, "none").
+    REPORT_FILE is removed once read (a symlink itself, never its target), so that a revision of
+    the submission writes a report of its own instead of handing in this one again."""
     written = read_report_file(workspace)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(workspace / REPORT_FILE)
     if written is not None:
         return written, REPORT_FILE
     tail = stdout_tail[-EXIT_REPORT_TAIL_CHARS:].strip()
