@@ -29,10 +29,9 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not probe_bwrap().available, reason="the command agent needs a working bwrap")]
 
 EDIT_BOT = '''"""An edit-only CLI: edits model/smooth.py, writes REPORT.md, prints its session, exits 0."""
-import json, os, re, sys
+import json, re, sys
 message = open(sys.argv[1]).read()
 revising = "was judged:" in message
-print("editbot: REPORT.md present:", os.path.exists("REPORT.md"))
 window = %(revise)r if revising else %(first)r
 if window is not None:
     source = open("model/smooth.py").read()
@@ -41,19 +40,23 @@ if window is not None:
     else:
         source = re.sub(r"^WINDOW = \\d+", f"WINDOW = {window}", source, flags=re.M)
     open("model/smooth.py", "w").write(source)
-    with open("REPORT.md", "w") as f:
-        f.write(f"# window {window}\\n\\nHypothesis: a moving average over {window} samples denoises.\\n")
+    if not revising or %(revise_report)r:
+        with open("REPORT.md", "w") as f:
+            f.write(f"# window {window}\\n\\nHypothesis: a moving average over {window} samples denoises.\\n")
 print("editbot: revising" if revising else "editbot: first leg", "argv", sys.argv[2:])
 print(json.dumps({"session_id": "s-edit"}))
 '''
 
 
-def edit_project(root: Path, first: object, revise: object, contract: dict[str, str] | None = None) -> Path:
+def edit_project(root: Path, first: object, revise: object, contract: dict[str, str] | None = None,
+                 revise_report: bool = True) -> Path:
     """The agent example with its CLI replaced by the edit-only bot: `first` is the window of its
     first leg ("comment": a change measuring the same), `revise` that of a revision leg (None: no
-    change); `contract` holds text replacements in ratchet.toml."""
+    change); `revise_report` False: a revision leaves REPORT.md as the first leg wrote it; `contract`
+    holds text replacements in ratchet.toml."""
     shutil.copytree(EXAMPLE, root)
-    (root / "agent" / "editbot.py").write_text(EDIT_BOT % {"first": first, "revise": revise})
+    bot = EDIT_BOT % {"first": first, "revise": revise, "revise_report": revise_report}
+    (root / "agent" / "editbot.py").write_text(bot)
     replace = {"agent/bot.py {prompt}": "agent/editbot.py {prompt}", "max_attempts = 2": "max_attempts = 3",
                **(contract or {})}
     path = root / "ratchet.toml"
@@ -132,8 +135,6 @@ def test_a_rejected_submission_is_revised_in_the_same_session_as_the_next_attemp
     assert f"was judged: {judged[1]['verdict']} ({judged[1]['reason']})" in message
     assert "submission 2 of at most 3" in message and "judged as attempt 2" in message
     assert "## Your submitted change" not in message, "a resumed session holds its change: no diff is repeated"
-    printed = blobs.get_bytes(revise["stdout_blob"]).decode()
-    assert "editbot: REPORT.md present: False" in printed, "the first submission's report was taken with it"
     # The same workspace: the revision's harvest still takes the file the first submission changed.
     harvests = [e["data"] for e in evs if e["kind"] == "agent.harvested"]
     assert [h["attempt"] for h in harvests][:2] == [1, 2] and harvests[1]["taken"] == ["model/smooth.py"]
@@ -145,7 +146,7 @@ def test_a_rejected_submission_is_revised_in_the_same_session_as_the_next_attemp
 
 
 def test_a_cli_without_a_session_is_shown_its_diff_and_max_submits_1_never_revises(tmp_path: Path):
-    root = edit_project(tmp_path / "p", first="comment", revise=25)
+    root = edit_project(tmp_path / "p", first="comment", revise=25, revise_report=False)
     code, out, _ = ratchet("run", str(root))
     assert code == 0, out
     run_id = out["result"]["run_id"]
@@ -154,6 +155,9 @@ def test_a_cli_without_a_session_is_shown_its_diff_and_max_submits_1_never_revis
     message = blobs_of(root, run_id).get_bytes(revise["message_blob"]).decode()
     assert "## Your submitted change" in message and "+# a cosmetic change: the same smoothing" in message
     assert "# Ratchet, attempt 2" in message, "a fresh session is told the task again"
+    submitted = {e["data"]["attempt"]: e["data"] for e in evs if e["kind"] == "attempt.submitted"}
+    report = blobs_of(root, run_id).get_bytes(submitted[2]["report_blob"]).decode()
+    assert report.startswith("(the session wrote no REPORT.md"), "the first submission's report is not handed again"
 
     once = edit_project(tmp_path / "q", first="comment", revise=25,
                         contract={'brief = "BRIEF.md"\n': 'brief = "BRIEF.md"\nmax_submits = 1\n',

@@ -179,6 +179,8 @@ class _Attempt:
     """Submissions the session made so far (its attempts share one workspace and CLI session)."""
     submitted: str | None = None
     """The tree of the session's last submission (None: none yet)."""
+    report: str | None = None
+    """The report of the session's last submission (None: none yet)."""
 
 
 class CommandAgent(Agent):
@@ -243,7 +245,8 @@ class CommandAgent(Agent):
         cfg = self.setup.config
         if att is not None and att.number == verdict.attempt and att.submitted is not None:
             self.attempt = att = _Attempt(ctx.attempt, att.workspace, names=att.names, session=att.session,
-                                          history=ctx.history, submits=att.submits, submitted=att.submitted)
+                                          history=ctx.history, submits=att.submits, submitted=att.submitted,
+                                          report=att.report)
         else:
             ws = self._new_workspace(ctx, verdict.tree or ctx.champion_tree)
             self.attempt = att = _Attempt(ctx.attempt, ws, history=ctx.history, submits=verdict.submission,
@@ -378,9 +381,9 @@ class CommandAgent(Agent):
     def _exit_submit(self, att: _Attempt, got: Harvest, result: JobResult) -> Submit:
         """The Submit of a session that exited with changes: the harvested tree, the report from
         REPORT.md or the end of the CLI's stdout."""
-        report, source = exit_report(att.workspace, result.stdout_tail)
+        report, source = exit_report(att.workspace, result.stdout_tail, att.report)
         self.record(AgentHarvested(attempt=att.number, leg=att.legs, use="submit", **got.to_json()))
-        att.submits, att.submitted = att.submits + 1, got.tree
+        att.submits, att.submitted, att.report = att.submits + 1, got.tree, report
         if source == REPORT_FILE:
             return Submit(tree=got.tree, report=report, summary=summary_of(report))
         if source == "stdout":
@@ -533,7 +536,7 @@ class CommandAgent(Agent):
         assert requests.submit is not None
         got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="submit")
         self.record(AgentHarvested(attempt=att.number, leg=att.legs, use="submit", **got.to_json()))
-        att.submits, att.submitted = att.submits + 1, got.tree
+        att.submits, att.submitted, att.report = att.submits + 1, got.tree, requests.submit.report.strip()
         summary = requests.submit.summary or (requests.submit.report.strip().splitlines() or ["(no summary)"])[0][:200]
         return Submit(tree=got.tree, report=requests.submit.report, summary=summary)
 

@@ -163,9 +163,9 @@ def verdict_text(verdict: Verdict, attempt: int, max_submits: int, diff: str | N
                   fence("diff", clipped or "(no change)")]
     lines += ["## Revise", "",
               f"You may revise your change and submit again: this is submission {verdict.submission + 1} of at most "
-              f"{max_submits} in your session, judged as attempt {attempt}. Your earlier `{REPORT_FILE}` was taken "
-              "with that submission: a revision writes its own. To stop instead, end your session without a "
-              "request and without a new change.", ""]
+              f"{max_submits} in your session, judged as attempt {attempt}. A revision's report is a new "
+              f"`{REPORT_FILE}` (or a new report file for `submit`). To stop instead, end your session "
+              "without a request and without a new change.", ""]
     return "\n".join(lines)
 
 

@@ -2,12 +2,11 @@
 with changes in scope has its workspace harvested as the candidate, and its report read from
 REPORT_FILE at the top of the workspace, or else the end of its stdout.
 
-Effects: reads and removes one file of the workspace, never following a symlink.
+Effects: reads one file of the workspace, never following a symlink.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from pathlib import Path
@@ -43,15 +42,14 @@ def read_report_file(workspace: Path) -> str | None:
     return text or None
 
 
-def exit_report(workspace: Path, stdout_tail: str) -> tuple[str, str]:
+def exit_report(workspace: Path, stdout_tail: str, handed_in: str | None = None) -> tuple[str, str]:
     """The report of an on-exit submission and where it came from: (text, "REPORT.md") when the
     session wrote one, else (the end of the CLI's stdout, "stdout"), else (NO_REPORT, "none").
-    REPORT_FILE is removed once read (a symlink itself, never its target), so that a revision of
-    the submission writes a report of its own instead of handing in this one again."""
+    `handed_in`: the report of the session's last submission; a REPORT_FILE still holding it (a
+    revision that changed only the candidate's files) is not this submission's report. The file is
+    left in place: a CLI that tracks it (aider adds it to its git index) must still find it."""
     written = read_report_file(workspace)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(workspace / REPORT_FILE)
-    if written is not None:
+    if written is not None and written != handed_in:
         return written, REPORT_FILE
     tail = stdout_tail[-EXIT_REPORT_TAIL_CHARS:].strip()
     return (tail, "stdout") if tail else (NO_REPORT, "none")
