@@ -1,0 +1,133 @@
+"""aider, a real coding-agent CLI from PyPI, as a command agent: installed by `make aider` (pinned) in
+a venv of its own outside /usr, found on the PATH and run by `ratchet run` under bubblewrap with the
+aider template of docs/agents-command.md as the contract's `[agent.command]`, verbatim. Its model is
+a chat-completions server on 127.0.0.1 (tests/agents/llm/llm_server.py) answering with a correct
+edit in the edit format aider asked for; aider applies it and exits without a request, and its
+workspace is harvested as the submission, the report read from the REPORT.md it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import ratchet
+from repo_fixture import make_bench_repo
+
+from ratchet.compute.sandbox import probe_bwrap
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+from llm_server import ChatServer, answer  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+AIDER_VENV = REPO / ".venv-aider"
+AIDER = AIDER_VENV / "bin" / "aider"
+AIDER_VERSION = re.findall(r"^AIDER_VERSION\s*:=\s*(\S+)$", (REPO / "Makefile").read_text(), re.M)[0]
+"""The version `make aider` pins (its install leaves `.installed-<version>` in the venv)."""
+DOC = REPO / "docs" / "agents-command.md"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not probe_bwrap().available, reason="the command agent needs a working bwrap"),
+    pytest.mark.skipif(not (AIDER_VENV / f".installed-{AIDER_VERSION}").is_file(),
+                       reason=f"aider {AIDER_VERSION} is not installed: `make aider` installs it into "
+                              f"{AIDER_VENV.name}/ (.ci/run does)"),
+]
+
+MODEL = "test-model"
+"""The model the server plays; aider knows nothing of it, so it picks its `whole` edit format."""
+
+REPORT = ("Hypothesis: the benchmark's score peaks at x = 3.\n"
+          "What changed: params.toml sets x = 3.0 instead of 0.0.\n")
+
+CONTRACT = """\
+[campaign]
+name = "aider"
+seed = 0
+
+[target]
+kind = "benchmark"
+command = "python3 bench.py"
+metric = "score"
+direction = "max"
+timeout_s = 60
+
+[scope]
+allowed = ["params.toml"]
+protected = ["bench.py"]
+
+[agent]
+kind = "command"
+
+{agent_command}
+[gate]
+units = [8]
+holdout_units = 8
+
+[budget]
+max_attempts = 1
+max_wall = "5m"
+"""
+
+
+def aider_template() -> str:
+    """The `[agent.command]` table of the aider template in docs/agents-command.md, as written there."""
+    found = re.search(r"^aider:\n\n```toml\n(.*?)```", DOC.read_text(), flags=re.M | re.S)
+    assert found, f"no aider template in {DOC}"
+    return found.group(1)
+
+
+def edit_reply(request: dict[str, Any]) -> str:
+    """What the model answers: x = 3.0 in params.toml and a new REPORT.md, in the edit format
+    aider's system prompt asks for (SEARCH/REPLACE blocks, else whole files)."""
+    system = "\n".join(str(m.get("content")) for m in request["messages"] if m["role"] == "system")
+    if "SEARCH/REPLACE" in system:
+        return ("Setting x to the optimum.\n\nparams.toml\n```\n<<<<<<< SEARCH\nx = 0.0\n=======\nx = 3.0\n"
+                f">>>>>>> REPLACE\n```\n\nREPORT.md\n```\n<<<<<<< SEARCH\n=======\n{REPORT}>>>>>>> REPLACE\n```\n")
+    return f"Setting x to the optimum.\n\nparams.toml\n```\nx = 3.0\n```\n\nREPORT.md\n```\n{REPORT}```\n"
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    s = ChatServer(default=answer(edit_reply)).start()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+MODEL_METADATA = {f"openai/{MODEL}": {"max_input_tokens": 32768, "max_output_tokens": 4096, "mode": "chat",
+                                       "litellm_provider": "openai", "input_cost_per_token": 0.0,
+                                       "output_cost_per_token": 0.0}}
+"""aider's `.aider.model.metadata.json` declaring the model: aider then fetches no price list from
+the network (and litellm none either, with LITELLM_LOCAL_MODEL_COST_MAP set)."""
+
+
+def aider_project(root: Path) -> Path:
+    """The benchmark fixture (score -(x - 3)^2 + noise, x = 0.0 in params.toml) driven by aider, with
+    the model's metadata committed at its root (where aider reads it in the workspace)."""
+    return make_bench_repo(root, files={"ratchet.toml": CONTRACT.format(agent_command=aider_template()),
+                                        ".aider.model.metadata.json": json.dumps(MODEL_METADATA)})
+
+
+def aider_env(server: ChatServer) -> dict[str, str]:
+    """The operator's environment for aider: the venv's bin on the PATH, the model and its server."""
+    return {"PATH": f"{AIDER_VENV / 'bin'}:{os.environ['PATH']}", "AIDER_MODEL": f"openai/{MODEL}",
+            "OPENAI_API_BASE": server.url, "OPENAI_API_KEY": "sk-test-aider", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def test_check_preflight_finds_aider_in_its_venv_and_runs_its_version_in_the_sandbox(tmp_path: Path,
+                                                                                      server: ChatServer):
+    root = aider_project(tmp_path / "p")
+    code, out, _ = ratchet("check", str(root), "--preflight", env=aider_env(server))
+    assert code == 0, out
+    agent = out["result"]["agent"]
+    assert agent["program"]["resolved"] == str(AIDER) and agent["will_run"] is True, agent
+    assert str(AIDER_VENV) in agent["bound"], agent
+    assert agent["version"]["ok"] and agent["version"]["output"] == f"aider {AIDER_VERSION}", agent
+    assert not server.requests, "--version asks no model"
