@@ -143,14 +143,39 @@ class PastAttempt:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """The gate's verdict on a submitted attempt as its author may read it (loop/revision.py builds
+    it from the ledger when the next attempt revises it).
+
+    attempt: the attempt judged; tree: its candidate tree (None: it had none); verdict and reason:
+    the gate's, masked on an examples target as PastAttempt says; detail: lines of figures and the
+    reason's text (a benchmark: estimate, interval, p-value, units, the means; an examples target:
+    the dev pass rate only, nothing measured on val); failures: lines naming what failed (a
+    benchmark: the stderr tails of its failed trial and confirm jobs; an examples target: the dev
+    examples it did not pass); submission: which submission of its session it was (1: the first).
+    """
+
+    attempt: int
+    tree: str | None
+    verdict: str
+    reason: str
+    detail: tuple[str, ...] = ()
+    failures: tuple[str, ...] = ()
+    submission: int = 1
+
+
+@dataclass(frozen=True)
 class AgentContext:
     """What an agent knows at the start of an attempt: the attempt number (1-based), the champion's
-    tree, the campaign seed, and the history of finished attempts (from the ledger)."""
+    tree, the campaign seed, the history of finished attempts (from the ledger), and `revising`:
+    the verdict of the attempt this one revises (the same session continues: `Agent.can_revise`),
+    or None for a fresh attempt."""
 
     attempt: int
     champion_tree: str
     campaign_seed: int
     history: tuple[PastAttempt, ...] = field(default_factory=tuple)
+    revising: Verdict | None = None
 
 
 class TreeBuilder(Protocol):
@@ -192,6 +217,13 @@ class Agent(ABC):
         `agent.leg` payloads (oldest first; `read_blob` reads a recorded blob). True: the loop replays
         the last recorded launch (finished jobs reused) and calls `wake` once. False: the loop calls
         `start` and the attempt begins again. Default: False (the agent keeps no conversation)."""
+        return False
+
+    def can_revise(self, attempt: int) -> bool:
+        """Whether the session that submitted attempt `attempt` (just judged, not promoted) may
+        submit again: the loop then starts the next attempt as its revision (`attempt.started`
+        data.revises) and calls `start` with `AgentContext.revising` set. Default: False (every
+        attempt is fresh)."""
         return False
 
     def budget_stop(self) -> BudgetStop | None:

@@ -26,7 +26,8 @@ FIGURES = ("verdict", "reason", "reason_text", "estimate", "interval", "p_value"
 
 def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[str, Any]:
     """{"run_id", "attempt", "summary", "tree", "ref", "ref_commit", "tree_present", "report", "diff",
-    "verdict", "reason", "stages": {stage: figures}, "promotion", "gave_up", "legs"} (`legs`: a
+    "verdict", "reason", "stages": {stage: figures}, "promotion", "gave_up", "revises", "legs"} (`revises`:
+    the attempt this one revised in the same agent session, or None; `legs`: a
     command agent's legs as `present.report.legs.leg_views` gives them, [] for other agents). Raises
     DataError `run.*` and `attempt.not_found`, LedgerError for a damaged ledger or a damaged report or
     diff blob (a leg's missing output blob is shown as missing)."""
@@ -64,6 +65,7 @@ def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[
         "promotion": {k: getattr(promotion, k) for k in ("commit", "tree", "estimate", "interval", "branch")}
         if promotion else None,
         "gave_up": row_state.gave_up,
+        "revises": row_state.revises,
         "legs": attempt_legs(blobs, payloads, number),
     }
 

@@ -62,6 +62,8 @@ sampler = "tpe"          # tpe | random
 # network = false
 # timeout_s = 3600.0       # seconds per leg
 # brief = "BRIEF.md"       # the task, in your words
+# submit = "on_exit"       # also submit by exiting with changes (report: REPORT.md); "channel": only ratchet-sys submit
+# max_submits = 3          # submissions per session: a rejected change is revised by its author as the next attempt
 # [agent.command.price]    # USD per million tokens the CLI reports (budget.max_usd when it reports no cost)
 # input_usd_per_mtok = 0.0
 # output_usd_per_mtok = 0.0

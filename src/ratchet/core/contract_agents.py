@@ -116,6 +116,13 @@ class CommandAgentConfig(_Model):
     by what budget.max_wall leaves). brief: a file of the project holding the user's brief.
     price: USD per million input and output tokens (`[agent.command.price]`, the names of
     `[agent.llm.price]`), pricing the tokens the CLI reports when it reports no cost of its own.
+    submit: how a session submits. "on_exit" (default): a CLI that exits by itself (exit code 0)
+    with changes in scope and no request has its workspace harvested as the submission, its report
+    read from REPORT.md (or its last output); a request through the channel still wins. "channel":
+    only `ratchet-sys submit` submits; such an exit is reminded once, then the attempt ends.
+    max_submits: submissions one session may make: after a verdict that did not promote, the same
+    session is woken with it and may revise and submit again (each revision is the next attempt);
+    1: every attempt is a fresh session.
     """
 
     command: str
@@ -125,6 +132,8 @@ class CommandAgentConfig(_Model):
     timeout_s: Annotated[float, Field(gt=0)] = 3600.0
     brief: str | None = None
     price: LlmPrice = LlmPrice()
+    submit: Literal["channel", "on_exit"] = "on_exit"
+    max_submits: Annotated[int, Field(ge=1, le=20)] = 3
 
     @field_validator("command")
     @classmethod

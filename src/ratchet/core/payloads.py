@@ -124,10 +124,13 @@ class RunAbandoned(Payload, frozen=True, kw_only=True):
 
 
 class AttemptStarted(Payload, frozen=True, kw_only=True):
-    """attempt data.attempt (1-based, unique in the run) began"""
+    """attempt data.attempt (1-based, unique in the run) began; data.revises: the attempt whose verdict it
+    revises, in the same agent session"""
 
     kind: ClassVar[EventKind] = "attempt.started"
     attempt: int
+    revises: int | UnsetType = UNSET
+    """The attempt whose verdict this one answers: the same agent session revises its change."""
 
 
 class AgentLaunched(Payload, frozen=True, kw_only=True):
@@ -145,7 +148,7 @@ class AgentLaunched(Payload, frozen=True, kw_only=True):
 
 
 class AgentLeg(Payload, frozen=True, kw_only=True):
-    """a command agent's CLI ran one leg (data.kind start|wake|nudge, data.outcome, its prompt or wake
+    """a command agent's CLI ran one leg (data.kind start|wake|nudge|revise, data.outcome, its prompt or wake
     message, requests, command line and output as blobs, seconds, tokens and cost where the CLI
     reported them, data.charged)"""
 
@@ -153,7 +156,7 @@ class AgentLeg(Payload, frozen=True, kw_only=True):
     attempt: int
     leg: int
     # `kind` is the event kind: the leg's kind is `leg_kind`, written under the key "kind".
-    leg_kind: Literal["start", "wake", "nudge"] = msgspec.field(name="kind")
+    leg_kind: Literal["start", "wake", "nudge", "revise"] = msgspec.field(name="kind")
     outcome: LegOutcome
     problem: str | None = None
     message_blob: str | None = None

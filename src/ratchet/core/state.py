@@ -81,7 +81,8 @@ class AttemptState:
     `confirm` is its stage "confirm" judgment; `gave_up` the agent's reason when it gave up, and
     `stops_campaign` whether that give-up ended the campaign (else only the attempt); `promoted`
     whether its candidate became the champion; `unresponsive` whether it ended because the agent
-    did not work (`attempt.gave_up` / `attempt.submitted` data.unresponsive)."""
+    did not work (`attempt.gave_up` / `attempt.submitted` data.unresponsive); `revises` the attempt whose
+    verdict this one revises in the same agent session (`attempt.started` data.revises)."""
 
     attempt: int
     tree: str | None = None
@@ -104,6 +105,7 @@ class AttemptState:
     stops_campaign: bool = False
     promoted: bool = False
     unresponsive: bool = False
+    revises: int | None = None
 
 
 @dataclass(frozen=True)
@@ -300,7 +302,8 @@ class Folder:
         self.sessions += 1
 
     def on_attempt_started(self, d: AttemptStarted) -> None:
-        self.touch_attempt(d.attempt)
+        revises = given(d.revises)
+        self.touch_attempt(d.attempt, **({"revises": revises} if revises is not None else {}))
         self.started += 1
         self.last_attempt = max(self.last_attempt, d.attempt)
 

@@ -60,10 +60,12 @@ STOP_REASONS: Mapping[str, str] = {
 }
 """Why a campaign stopped (`run.stopped` data.stop_reason)."""
 
-LegOutcome = Literal["launch", "submit", "none", "channel_refused", "start_failed"]
+LegOutcome = Literal["launch", "submit", "on_exit", "none", "channel_refused", "start_failed"]
 LEG_OUTCOMES: Mapping[str, str] = {
     "launch": "the agent queued launches and slept",
     "submit": "the agent submitted a candidate",
+    "on_exit": ("the CLI exited (exit code 0) with a new change in scope and no request: its workspace was "
+                "harvested as the submission (agent.command.submit = \"on_exit\")"),
     "none": "the CLI ended without a request (it is reminded once, then the attempt ends)",
     "channel_refused": "the kernel refused the agent's channel (a symlink, a file in place of a folder)",
     "start_failed": ("the CLI did not start: bwrap could not run it, or it failed (a non-zero exit code) within a "

@@ -24,7 +24,9 @@ from ratchet.agents.base import (
     GiveUp,
     Launch,
     Submit,
+    Verdict,
 )
+from ratchet.compute.outcome import read_result
 from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, trial_worst_case
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate import Decision
@@ -39,6 +41,7 @@ from ratchet.core.payloads import (
     RunStarted,
     TrialJudged,
     TrialPlanned,
+    given,
 )
 from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
@@ -50,6 +53,7 @@ from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
 from ratchet.loop.measure import Progress
+from ratchet.loop.revision import author_verdict, revisable
 from ratchet.loop.trial import TrialOutcome, measure_looks, settings_for
 from ratchet.present.progress import CampaignUI
 from ratchet.targets.base import Target
@@ -198,11 +202,15 @@ class Campaign:
     # -- one attempt ---------------------------------------------------------------------------
 
     def _attempt(self, number: int) -> str:
-        self.k.once(AttemptStarted(attempt=number), "attempt")
+        revises = self._revises(number)
+        self.k.once(AttemptStarted(attempt=number, revises=UNSET if revises is None else revises), "attempt")
         state = self.k.state()
         self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
+        if revises is not None:
+            self.ui.note(f"attempt {number} revises attempt {revises} (the same session, told its verdict)")
         ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed,
-                           past_attempts(state, self.target.kind == "examples"))
+                           past_attempts(state, self.target.kind == "examples"),
+                           self._author_verdict(state, revises) if revises is not None else None)
         submitted = self.k.recorded(AttemptSubmitted, attempt=number)
         action = self._recorded_submission(submitted) if submitted else self._converse(ctx)
         if isinstance(action, GiveUp):
@@ -219,6 +227,26 @@ class Campaign:
         assert isinstance(action, Submit)  # _converse runs every Launch before it returns
         self._submit(number, action)
         return "judged"
+
+    def _revises(self, number: int) -> int | None:
+        """The attempt that attempt `number` revises, or None: as `attempt.started` recorded it,
+        else the previous attempt when it was judged without a promotion and its agent's session may
+        submit again (`Agent.can_revise`)."""
+        started = self.k.recorded(AttemptStarted, attempt=number)
+        if started is not None:
+            return given(started.revises)
+        previous = self.k.state().attempt(number - 1)
+        if revisable(previous) and self.agent.can_revise(number - 1):
+            return number - 1
+        return None
+
+    def _author_verdict(self, state: RunState, attempt: int) -> Verdict:
+        """The verdict on `attempt` as its author is shown it (loop.revision.author_verdict)."""
+        def stderr_of(job_id: str) -> str:
+            result = read_result(self.k.run.job_files(job_id).result)
+            return result.stderr_tail if result is not None else ""
+
+        return author_verdict(state, attempt, self.target.kind == "examples", stderr_of)
 
     def _converse(self, ctx: AgentContext) -> Action:
         """The legs of one attempt: start (or resume), then each Launch run and woken, until a

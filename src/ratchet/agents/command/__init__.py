@@ -6,7 +6,8 @@ Modules: `limits.py` (the kernel's limits), `workspace.py` (seeding and harvesti
 into the channel), `messages.py` (prompt and wake texts, fenced data), `template.py` (the CLI's argv),
 `tool.py` (the `ratchet-sys` program, stdlib only), `factory.py` (the agent built from a contract),
 `output.py` (each leg's command line and output kept as blobs), `program.py` (the leg's program
-found, sandboxed, judged started), `probe.py` (what `ratchet check` says of the CLI: where it is
+found, sandboxed, judged started), `submission.py` (a session that exits with changes: its
+report from REPORT.md or its output), `probe.py` (what `ratchet check` says of the CLI: where it is
 found, its `--version`), `agent.py` (`CommandAgent`).
 
 Effects: creates and harvests a git workspace outside the project, reads and writes its channel, runs

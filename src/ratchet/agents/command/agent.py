@@ -8,11 +8,20 @@ channel:
 - a submit: the workspace is harvested into a candidate tree -> `Submit`;
 - launches: the workspace's clean in-scope files become the experiments' tree -> `Launch`; the
   loop runs the jobs and calls `wake` with their results, delivered into `results/<launch>/<i>/`;
+- nothing, from a CLI that exited by itself (exit code 0) with a new change in scope, under
+  `agent.command.submit = "on_exit"` (the default): the workspace is harvested as the submission
+  (leg outcome `on_exit`), its report read from REPORT.md or the end of the CLI's stdout
+  (`submission.py`) -> `Submit`;
 - nothing: the agent is woken once with a reminder (a nudge); a second time, the attempt ends
   `gave_up` (`GiveUp(stops_campaign=False)`);
 - nothing, from a CLI that did not start (`did_not_start`: bwrap could not run it, or it failed
   within START_GRACE_S with nothing done) or that timed out: the attempt ends at once, unnudged,
   its reason holding the CLI's stderr tail; such attempts count toward `agent.max_idle_attempts`.
+
+Submit and revise: after a verdict that did not promote, the loop asks `can_revise`; a session with
+submissions left (`agent.command.max_submits`) is woken in the same workspace (and CLI session) with
+the verdict (a leg of kind `revise`, `messages.verdict_text`), and what it submits next is judged as
+the next attempt. A revise leg that ends with nothing new ends its attempt (the author declined).
 
 Each leg is charged the tokens and dollars its CLI reported (`core.budget.agent_kinds.leg_charge`,
 recorded as `agent.leg` data.charged). Once a model budget is reached no further leg runs: the
@@ -56,6 +65,7 @@ from ratchet.agents.base import (
     LaunchResult,
     PastAttempt,
     Submit,
+    Verdict,
 )
 from ratchet.agents.command.artifacts import RESULTS_DIR, deliver_artifacts
 from ratchet.agents.command.channel import Channel, ChannelError
@@ -64,14 +74,16 @@ from ratchet.agents.command.limits import (
     LEG_OUTPUT_CAP_BYTES,
     MAX_SLEEPS_PER_ATTEMPT,
     NUDGES_PER_ATTEMPT,
+    REPORT_FILE,
     TOOL_NAME,
 )
-from ratchet.agents.command.messages import JobView, TaskView, prompt_text, wake_text
+from ratchet.agents.command.messages import JobView, TaskView, prompt_text, verdict_text, wake_text
 from ratchet.agents.command.output import LegOutput, output_fields, read_leg_output
 from ratchet.agents.command.program import agent_program, did_not_start, leg_sandbox, start_problem, stderr_tail
 from ratchet.agents.command.requests import LaunchRequest, LegRequests, read_leg
+from ratchet.agents.command.submission import exit_report, exits_to_submit, summary_of
 from ratchet.agents.command.template import read_cli_report, render_argv
-from ratchet.agents.command.workspace import ScopeRules, create_workspace, harvest
+from ratchet.agents.command.workspace import Harvest, ScopeRules, create_workspace, harvest
 from ratchet.compute.artifacts import artifact_notes
 from ratchet.compute.base import JobResult, JobSpec
 from ratchet.compute.env import default_path
@@ -98,9 +110,10 @@ RunJob = Callable[[JobSpec], JobResult]
 """Run one job to its end on the local executor the kernel owns, whatever the trials' backend;
 returns its result (the loop passes `AgentLink.run_job`)."""
 
-LegKind = Literal["start", "wake", "nudge"]
+LegKind = Literal["start", "wake", "nudge", "revise"]
 """start: the attempt's first leg (the prompt). wake: after launches ran. nudge: after a leg that
-ended without a request."""
+ended without a request. revise: a revision's first leg (the verdict on the session's last
+submission)."""
 
 PROMPT_FILE = "prompt.md"
 WAKE_FILE = "wake.md"
@@ -162,6 +175,10 @@ class _Attempt:
     notices: list[str] = field(default_factory=list)
     session: str | None = None
     history: tuple[PastAttempt, ...] = ()
+    submits: int = 0
+    """Submissions the session made so far (its attempts share one workspace and CLI session)."""
+    submitted: str | None = None
+    """The tree of the session's last submission (None: none yet)."""
 
 
 class CommandAgent(Agent):
@@ -205,25 +222,71 @@ class CommandAgent(Agent):
         reached = self._reached(f"attempt {ctx.attempt} not started")
         if reached is not None:
             return reached
+        if ctx.revising is not None:
+            return self._revise(ctx, ctx.revising)
+        self.attempt = _Attempt(ctx.attempt, self._new_workspace(ctx, ctx.champion_tree), history=ctx.history)
+        return self._leg(ctx, "start", self._prompt(ctx))
+
+    def can_revise(self, attempt: int) -> bool:
+        """True when this agent's live session submitted attempt `attempt` and has submissions left
+        (`agent.command.max_submits`); a kernel restart forgets the session (a new attempt is fresh)."""
+        att = self.attempt
+        return (att is not None and att.number == attempt and att.submitted is not None
+                and att.submits < self.setup.config.max_submits)
+
+    def _revise(self, ctx: AgentContext, verdict: Verdict) -> Action:
+        """Attempt `ctx.attempt` revises attempt `verdict.attempt`: the live session goes on in its
+        workspace, woken with the verdict; after a kernel restart (the session is gone), a fresh
+        workspace seeded with the revised candidate's tree and a fresh session told the task, the
+        verdict and the change's diff."""
+        att = self.attempt
+        cfg = self.setup.config
+        if att is not None and att.number == verdict.attempt and att.submitted is not None:
+            self.attempt = att = _Attempt(ctx.attempt, att.workspace, names=att.names, session=att.session,
+                                          history=ctx.history, submits=att.submits, submitted=att.submitted)
+        else:
+            ws = self._new_workspace(ctx, verdict.tree or ctx.champion_tree)
+            self.attempt = att = _Attempt(ctx.attempt, ws, history=ctx.history, submits=verdict.submission,
+                                          submitted=verdict.tree)
+        resumed = bool(cfg.wake_command and att.session)
+        diff = None if resumed else self.setup.project.diff_text(ctx.champion_tree, verdict.tree or ctx.champion_tree)
+        message = verdict_text(verdict, ctx.attempt, cfg.max_submits, diff)
+        if resumed:
+            message += "\n" + wake_text(att.number, att.legs + 1, "You may revise your change.", [], [], "",
+                                        self._budget(), on_exit=self._on_exit)
+        else:
+            message += "\n" + self._prompt(ctx)
+        return self._leg(ctx, "revise", message)
+
+    def _new_workspace(self, ctx: AgentContext, tree: str) -> Path:
+        """A fresh workspace for attempt `ctx.attempt` seeded from `tree` (an earlier one at the same
+        path is replaced)."""
         base = self.setup.work_dir() / f"a{ctx.attempt:04d}"
         if base.exists():
             shutil.rmtree(base)
         base.mkdir(parents=True)
         s = self.setup
-        ws = create_workspace(s.project, ctx.champion_tree, base / "workspace", s.rules, s.dev_examples)
-        self.attempt = _Attempt(ctx.attempt, ws, history=ctx.history)
-        task = s.task
-        if s.dev_examples is not None:
+        return create_workspace(s.project, tree, base / "workspace", s.rules, s.dev_examples)
+
+    def _prompt(self, ctx: AgentContext) -> str:
+        """The attempt's prompt (messages.prompt_text) for this contract's task and submit mode."""
+        task = self.setup.task
+        if self.setup.dev_examples is not None:
             task = TaskView(task.brief, task.target, task.allowed, task.protected, f"{CHANNEL_DIR}/data/dev.jsonl")
-        message = prompt_text(ctx.attempt, ctx.champion_tree, task, ctx.history)
-        return self._leg(ctx, "start", message)
+        return prompt_text(ctx.attempt, ctx.champion_tree, task, ctx.history, on_exit=self._on_exit)
+
+    @property
+    def _on_exit(self) -> bool:
+        """Whether a session also submits by exiting with changes (`agent.command.submit`)."""
+        return self.setup.config.submit == "on_exit"
 
     def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action:
         """Deliver the launches' results into the channel and run the next leg."""
         att = self._current(ctx)
         jobs = self._deliver(att, results)
         reason = f"Your {len(jobs)} launched job(s) finished; their results follow."
-        message = wake_text(att.number, att.legs + 1, reason, jobs, att.notices, att.note, self._budget())
+        message = wake_text(att.number, att.legs + 1, reason, jobs, att.notices, att.note, self._budget(),
+                            on_exit=self._on_exit)
         att.notices, att.note, att.pending = [], "", []
         return self._leg(ctx, "wake", message)
 
@@ -293,8 +356,36 @@ class CommandAgent(Agent):
             # A CLI that did not start used no model (unless it said otherwise): no usage is no stop.
             ended = self._budget_end(att, run.result, charge) if charge is not None else None
             return ended or GiveUp(problem, stops_campaign=False, unresponsive=True)
-        charge = self._record_leg(att, kind, message, run, requests, outcome, None)
-        return self._budget_end(att, run.result, charge) or self._decide(ctx, att, requests, run.result)
+        exited = self._exit_harvest(ctx, att, run.result) if outcome == "none" else None
+        charge = self._record_leg(att, kind, message, run, requests, "on_exit" if exited else outcome, None)
+        ended = self._budget_end(att, run.result, charge)
+        if ended is not None:
+            return ended
+        if exited is not None:
+            return self._exit_submit(att, exited, run.result)
+        return self._decide(ctx, att, requests, run.result, kind)
+
+    def _exit_harvest(self, ctx: AgentContext, att: _Attempt, result: JobResult) -> Harvest | None:
+        """On `submit = "on_exit"`: the workspace harvested as a submission when the CLI exited by
+        itself (exit code 0) with a new change in scope (taken paths, a tree other than the session's
+        last submission); None otherwise."""
+        if not self._on_exit or not exits_to_submit(result):
+            return None
+        s = self.setup
+        got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="submit")
+        return got if got.taken and got.tree != att.submitted else None
+
+    def _exit_submit(self, att: _Attempt, got: Harvest, result: JobResult) -> Submit:
+        """The Submit of a session that exited with changes: the harvested tree, the report from
+        REPORT.md or the end of the CLI's stdout."""
+        report, source = exit_report(att.workspace, result.stdout_tail)
+        self.record(AgentHarvested(attempt=att.number, leg=att.legs, use="submit", **got.to_json()))
+        att.submits, att.submitted = att.submits + 1, got.tree
+        if source == REPORT_FILE:
+            return Submit(tree=got.tree, report=report, summary=summary_of(report))
+        if source == "stdout":
+            report = f"(the session wrote no {REPORT_FILE}; the end of its output follows)\n\n{report}"
+        return Submit(tree=got.tree, report=report, summary=f"(exited with changes in scope, no {REPORT_FILE})")
 
     def _budget_end(self, att: _Attempt, result: JobResult | None, charge: Charge | None) -> GiveUp | None:
         """How the attempt ends after a leg that ran when a model budget is limited: its budget
@@ -407,7 +498,8 @@ class CommandAgent(Agent):
 
     # -- what the leg asked ----------------------------------------------------------------------
 
-    def _decide(self, ctx: AgentContext, att: _Attempt, requests: LegRequests, result: JobResult) -> Action:
+    def _decide(self, ctx: AgentContext, att: _Attempt, requests: LegRequests, result: JobResult,
+                kind: LegKind) -> Action:
         att.notices += requests.notices
         if requests.submit is not None:
             return self._submit(ctx, att, requests)
@@ -421,13 +513,18 @@ class CommandAgent(Agent):
         ended = f"the agent's process ended ({result.reason}) without a launch or a submit"
         if result.state == "timeout":  # a stuck CLI: a reminder would cost another timeout_s
             return GiveUp(f"{ended}: {stderr_tail(result)}", stops_campaign=False, unresponsive=True)
+        if kind == "revise":  # told the verdict, the author chose not to revise: the session ends
+            return GiveUp(f"the agent did not revise its submission ({result.reason}, no request and no new change)",
+                          stops_campaign=False)
         if att.nudges >= NUDGES_PER_ATTEMPT:
             return GiveUp(f"{ended}, again after a reminder", stops_campaign=False, unresponsive=True)
         att.nudges += 1
-        reason = (f"You ended your session without a request ({result.reason}). Launch experiments and "
+        what = "a request or a change in scope" if self._on_exit else "a request"
+        reason = (f"You ended your session without {what} ({result.reason}). Launch experiments and "
                   "sleep, or submit your change with a report. This is the only reminder: ending again "
-                  "without a request ends the attempt.")
-        message = wake_text(att.number, att.legs + 1, reason, [], att.notices, "", self._budget())
+                  f"without {what} ends the attempt.")
+        message = wake_text(att.number, att.legs + 1, reason, [], att.notices, "", self._budget(),
+                            on_exit=self._on_exit)
         att.notices = []
         return self._leg(ctx, "nudge", message)
 
@@ -436,6 +533,7 @@ class CommandAgent(Agent):
         assert requests.submit is not None
         got = harvest(s.project, ctx.champion_tree, att.workspace, s.rules, use="submit")
         self.record(AgentHarvested(attempt=att.number, leg=att.legs, use="submit", **got.to_json()))
+        att.submits, att.submitted = att.submits + 1, got.tree
         summary = requests.submit.summary or (requests.submit.report.strip().splitlines() or ["(no summary)"])[0][:200]
         return Submit(tree=got.tree, report=requests.submit.report, summary=summary)
 

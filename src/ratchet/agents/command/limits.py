@@ -70,3 +70,14 @@ changed) is read as a CLI that did not start (`start_failed`), not as an agent t
 
 STDERR_TAIL_CHARS = 1000
 """Characters of the CLI's stderr tail kept in a `start_failed` leg's problem and its attempt's reason."""
+
+REPORT_FILE = "REPORT.md"
+"""The file at the top of the workspace a session ending with changes writes its report to
+(`agent.command.submit = "on_exit"`); never taken into a candidate tree."""
+
+EXIT_REPORT_TAIL_CHARS = 4000
+"""Characters of the end of the CLI's stdout taken as the report of an `on_exit` submission whose
+session wrote no REPORT.md."""
+
+MAX_DIFF_CHARS = 20000
+"""Characters of a submitted change's diff shown to a revision leg that starts a fresh session."""

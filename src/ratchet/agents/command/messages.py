@@ -13,13 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ratchet.agents.base import LaunchResult, PastAttempt
+from ratchet.agents.base import LaunchResult, PastAttempt, Verdict
 from ratchet.agents.command.limits import (
     CHANNEL_DIR,
     MAX_ARRAY,
+    MAX_DIFF_CHARS,
     MAX_LAUNCHES_PER_SLEEP,
     MAX_SLEEPS_PER_ATTEMPT,
     OUTPUT_TAIL_CHARS,
+    REPORT_FILE,
     TOOL_NAME,
 )
 
@@ -49,9 +51,18 @@ class TaskView:
     dev_data: str | None = None
 
 
-def tool_help() -> str:
-    """How to use the channel's tool, for the prompt and every wake message."""
+def tool_help(on_exit: bool = False) -> str:
+    """How to use the channel's tool, for the prompt and every wake message. `on_exit`: the session
+    also submits by ending with changes in scope (`agent.command.submit = "on_exit"`)."""
     tool = f"{CHANNEL_DIR}/{TOOL_NAME}"
+    if on_exit:
+        ending = (f"- Or, when your change is ready, write your report to `{REPORT_FILE}` at the top of your "
+                  "working directory and end your session: your files in scope become the candidate (the "
+                  "report is never part of it).\n"
+                  "- Ending your session without a request and without a change in scope: you are reminded "
+                  "once, then the attempt ends.\n")
+    else:
+        ending = "- Ending your session without sleep or submit: you are reminded once, then the attempt ends.\n"
     return (
         f"- `{tool} launch --name NAME --minutes M [--array N] [--concurrency K] [--artifact PATH]... "
         f"[--why TEXT] -- COMMAND`: queue an experiment, run in a clean copy of your files in scope "
@@ -63,12 +74,14 @@ def tool_help() -> str:
         "become the candidate. The report states the hypothesis, what ran, what it measured and why it "
         "should be promoted.\n"
         f"- `{tool} queue`, `{tool} history`, `{tool} budget`; every command has --help.\n"
-        "- Ending your session without sleep or submit: you are reminded once, then the attempt ends.\n"
+        + ending
     )
 
 
-def prompt_text(attempt: int, champion_tree: str, task: TaskView, history: Sequence[PastAttempt]) -> str:
-    """The attempt's prompt: the brief, the rules, the tool, the champion and earlier attempts."""
+def prompt_text(attempt: int, champion_tree: str, task: TaskView, history: Sequence[PastAttempt],
+                on_exit: bool = False) -> str:
+    """The attempt's prompt: the brief, the rules, the tool (`tool_help(on_exit)`), the champion and
+    earlier attempts."""
     lines = [f"# Ratchet, attempt {attempt}", "", task.brief.strip() or DEFAULT_BRIEF, "",
              "## How this works", "",
              "Your working directory is a copy of the current champion's files (a git repository: `git diff` "
@@ -81,7 +94,7 @@ def prompt_text(attempt: int, champion_tree: str, task: TaskView, history: Seque
     if task.dev_data:
         lines += [f"Development examples (the only ones you may see) are in `{task.dev_data}`, one JSON "
                   "object per line.", ""]
-    lines += ["## The channel", "", tool_help(), DATA_RULE, "", "## The champion", "",
+    lines += ["## The channel", "", tool_help(on_exit), DATA_RULE, "", "## The champion", "",
               fence("champion", f"tree {champion_tree}"), "## Earlier attempts", "",
               fence("history", history_text(history))]
     return "\n".join(lines)
@@ -115,9 +128,10 @@ class JobView:
 
 
 def wake_text(attempt: int, leg: int, reason: str, jobs: Sequence[JobView], notices: Sequence[str],
-              note: str, budget: Mapping[str, Mapping[str, Any]] | None) -> str:
+              note: str, budget: Mapping[str, Mapping[str, Any]] | None, on_exit: bool = False) -> str:
     """A wake message: why you were woken, notices (refused or clamped requests), your note, each
-    job's result with its output tails and artifacts, the budget, and the tool's usage."""
+    job's result with its output tails and artifacts, the budget, and the tool's usage
+    (`tool_help(on_exit)`)."""
     lines = [f"# Ratchet wake: attempt {attempt}, leg {leg}", "", reason, "", DATA_RULE, ""]
     if notices:
         lines += ["## Notices from the kernel", "", fence("notices", "\n".join(notices))]
@@ -127,7 +141,30 @@ def wake_text(attempt: int, leg: int, reason: str, jobs: Sequence[JobView], noti
         lines += _job_lines(job)
     if budget:
         lines += ["## Budget", "", fence("budget", "\n".join(_budget_line(k, v) for k, v in budget.items()))]
-    lines += ["## What next", "", tool_help()]
+    lines += ["## What next", "", tool_help(on_exit)]
+    return "\n".join(lines)
+
+
+def verdict_text(verdict: Verdict, attempt: int, max_submits: int, diff: str | None) -> str:
+    """What a revision leg is told first: the gate's verdict on the session's last submission
+    (`verdict`, fenced as data), that revising it makes attempt `attempt` (submission
+    `verdict.submission + 1` of `max_submits`), and, for a session that cannot be resumed, the
+    submitted change's diff against the champion (`diff`, its first MAX_DIFF_CHARS characters)."""
+    lines = [f"# Ratchet verdict on attempt {verdict.attempt}", "",
+             f"Your submission (attempt {verdict.attempt}) was judged: {verdict.verdict} ({verdict.reason}). "
+             "It was not promoted.", ""]
+    if verdict.detail:
+        lines += [fence("verdict", "\n".join(verdict.detail))]
+    if verdict.failures:
+        lines += ["## What failed", "", fence("failures", "\n".join(verdict.failures))]
+    if diff is not None:
+        clipped = diff[:MAX_DIFF_CHARS] + ("\n[... diff clipped ...]\n" if len(diff) > MAX_DIFF_CHARS else "")
+        lines += ["## Your submitted change (its diff against the champion; your workspace holds it)", "",
+                  fence("diff", clipped or "(no change)")]
+    lines += ["## Revise", "",
+              f"You may revise your change and submit again: this is submission {verdict.submission + 1} of at most "
+              f"{max_submits} in your session, judged as attempt {attempt}. To stop instead, end your session "
+              "without a request and without a new change.", ""]
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ratchet.agents.command.limits import CHANNEL_DIR
+from ratchet.agents.command.limits import CHANNEL_DIR, REPORT_FILE
 from ratchet.core.errors import RatchetError
 from ratchet.workspace.git import Git
 from ratchet.workspace.scope import check_scope, matching_entry
@@ -133,8 +133,9 @@ def harvest(project: Git, champion_tree: str, workspace: Path, rules: ScopeRules
             use: HarvestUse = "submit") -> Harvest:
     """Build the candidate tree from `workspace` (see HarvestUse): the champion's tree with each
     path the agent changed from the seed taken when it lies under `scope.allowed`; other changes
-    listed in `ignored`. The channel folder and every `.git` are never read. Objects are written to
-    the project's repository; the workspace's own `.git` is never used."""
+    (and REPORT_FILE at the top, the session's report) listed in `ignored`. The channel folder and
+    every `.git` are never read. Objects are written to the project's repository; the workspace's
+    own `.git` is never used."""
     seed = project.tree_from_entries(seed_entries(project, champion_tree, rules))
     sealed = project.tree_from_dir(workspace)
     now = {e.path: e for e in project.ls_tree(sealed)}
@@ -155,7 +156,9 @@ def harvest(project: Git, champion_tree: str, workspace: Path, rules: ScopeRules
 
 
 def _take(path: str, new_mode: str, rules: ScopeRules, use: HarvestUse) -> bool:
-    """Whether a changed path goes into the harvested tree."""
+    """Whether a changed path goes into the harvested tree (never the session's REPORT_FILE)."""
+    if path == REPORT_FILE:
+        return False
     guarded = matching_entry(path, rules.protected) is not None or matching_entry(path, rules.hidden) is not None
     if use == "submit" and guarded:
         return True  # taken so that the scope check names it: a scope_violation, never a silent drop

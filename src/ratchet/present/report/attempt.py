@@ -16,6 +16,8 @@ def render_attempt(out: Console, r: dict[str, Any]) -> None:
     """`ratchet report RUN --attempt N`: summary, verdict, figures per stage, a command agent's legs,
     report, diff."""
     out.print(f"[bold]attempt {r['attempt']}[/] of run {r['run_id']}: {escape(str(r['summary'] or '-'))}")
+    if r.get("revises"):
+        out.print(f"revises attempt {r['revises']} (the same agent session, told its verdict)")
     out.print(f"verdict [bold]{r['verdict'] or '-'}[/] ({r['reason'] or '-'})"
               + (f"; gave up: {escape(r['gave_up'])}" if r.get("gave_up") else ""))
     out.print(f"tree {r['tree']} ({'in the repository' if r['tree_present'] else 'not in the repository'}), "
