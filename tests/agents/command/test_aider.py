@@ -10,16 +10,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ratchet
-from repo_fixture import make_bench_repo
+from helpers import events, ratchet
+from repo_fixture import git, make_bench_repo
 
 from ratchet.compute.sandbox import probe_bwrap
+from ratchet.ledger.blobs import BlobStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from llm_server import ChatServer, answer  # noqa: E402
@@ -40,7 +42,8 @@ pytestmark = [
 ]
 
 MODEL = "test-model"
-"""The model the server plays; aider knows nothing of it, so it picks its `whole` edit format."""
+"""The model the server plays; aider has no settings for it, so it asks for whole files (its `whole`
+edit format); `edit_reply` answers SEARCH/REPLACE blocks too, should it ask for those."""
 
 REPORT = ("Hypothesis: the benchmark's score peaks at x = 3.\n"
           "What changed: params.toml sets x = 3.0 instead of 0.0.\n")
@@ -119,6 +122,45 @@ def aider_env(server: ChatServer) -> dict[str, str]:
     """The operator's environment for aider: the venv's bin on the PATH, the model and its server."""
     return {"PATH": f"{AIDER_VENV / 'bin'}:{os.environ['PATH']}", "AIDER_MODEL": f"openai/{MODEL}",
             "OPENAI_API_BASE": server.url, "OPENAI_API_KEY": "sk-test-aider", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def test_aider_edits_exits_and_its_workspace_is_promoted_with_its_report(tmp_path: Path, server: ChatServer):
+    root = aider_project(tmp_path / "p")
+    code, out, err = ratchet("run", str(root), env=aider_env(server))
+    assert code == 0, (out, err)
+    run_id = out["result"]["run_id"]
+    evs = events(root, run_id)
+    legs = [e["data"] for e in evs if e["kind"] == "agent.leg"]
+    assert [(leg["attempt"], leg["kind"], leg["outcome"], leg["exit_code"]) for leg in legs] == [
+        (1, "start", "on_exit", 0)], legs
+    blobs = BlobStore(root / ".ratchet" / "runs" / run_id / "blobs")
+    argv = json.loads(blobs.get_bytes(legs[0]["argv_blob"]))
+    assert argv[0] == str(AIDER) and argv[-1].endswith("/.ratchet-sys/prompt.md"), argv
+    printed = blobs.get_bytes(legs[0]["stdout_blob"]).decode()
+    assert f"Aider v{AIDER_VERSION}" in printed and "Applied edit to params.toml" in printed, printed
+    assert "githubusercontent" not in printed, "the model's metadata is declared: no price list fetched"
+
+    (harvested,) = [e["data"] for e in evs if e["kind"] == "agent.harvested"]
+    assert harvested["taken"] == ["params.toml"] and harvested["violations"] == [], harvested
+    assert {"REPORT.md", ".aider.chat.history.md"} <= set(harvested["ignored"]), harvested  # never taken
+    (submitted,) = [e["data"] for e in evs if e["kind"] == "attempt.submitted"]
+    assert blobs.get_bytes(submitted["report_blob"]).decode() == REPORT.strip(), "the report is REPORT.md"
+    assert submitted["summary"] == REPORT.splitlines()[0]
+    judged = [(e["data"]["stage"], e["data"]["verdict"]) for e in evs if e["kind"] == "trial.judged"]
+    assert judged == [("trial", "accepted"), ("confirm", "accepted"), ("holdout", "accepted")], judged
+    (promoted,) = [e["data"] for e in evs if e["kind"] == "champion.promoted"]
+    assert git(root, "show", f"{promoted['commit']}:params.toml") == "x = 3.0"
+
+    # What aider sent: Ratchet's prompt (--message-file), the key named by pass_env, the model named by AIDER_MODEL.
+    assert server.requests and all(r["model"] == MODEL for r in server.requests)
+    assert any("# Ratchet, attempt 1" in str(m["content"]) for m in server.requests[0]["messages"])
+    assert server.headers[0]["authorization"] == "Bearer sk-test-aider"
+
+    text = subprocess.run([sys.executable, "-m", "ratchet", "report", run_id, "--dir", str(root), "--attempt", "1"],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "leg 1 start -> on_exit; ok, exit 0" in text, text
+    assert f"command: {AIDER} --yes-always" in text, text
+    assert re.search(r"^\s+\| Applied edit to params.toml$", text, re.M), text
 
 
 def test_check_preflight_finds_aider_in_its_venv_and_runs_its_version_in_the_sandbox(tmp_path: Path,
