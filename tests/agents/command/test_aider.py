@@ -3,7 +3,8 @@ a venv of its own outside /usr, found on the PATH and run by `ratchet run` under
 aider template of docs/agents-command.md as the contract's `[agent.command]`, verbatim. Its model is
 a chat-completions server on 127.0.0.1 (tests/agents/llm/llm_server.py) answering with a correct
 edit in the edit format aider asked for; aider applies it and exits without a request, and its
-workspace is harvested as the submission, the report read from the REPORT.md it wrote."""
+workspace is harvested as the submission, the report read from the REPORT.md it wrote. A rejected
+change is revised by aider started afresh with the verdict and the diff."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ratchet.compute.sandbox import probe_bwrap
 from ratchet.ledger.blobs import BlobStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
-from llm_server import ChatServer, answer  # noqa: E402
+from llm_server import ChatServer, Step, answer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 AIDER_VENV = REPO / ".venv-aider"
@@ -161,6 +162,41 @@ def test_aider_edits_exits_and_its_workspace_is_promoted_with_its_report(tmp_pat
     assert "leg 1 start -> on_exit; ok, exit 0" in text, text
     assert f"command: {AIDER} --yes-always" in text, text
     assert re.search(r"^\s+\| Applied edit to params.toml$", text, re.M), text
+
+
+def whole_file_reply(x: str, report: str) -> Step:
+    """A reply in aider's `whole` format setting x = `x` in params.toml and writing `report` to REPORT.md."""
+    return answer(lambda request: f"Trying x = {x}.\n\nparams.toml\n```\nx = {x}\n```\n\nREPORT.md\n```\n{report}```\n")
+
+
+def test_a_rejected_aider_change_is_revised_by_a_fresh_aider_told_the_verdict_and_promoted(tmp_path: Path):
+    root = aider_project(tmp_path / "p")
+    (root / "ratchet.toml").write_text((root / "ratchet.toml").read_text().replace("max_attempts = 1",
+                                                                                   "max_attempts = 2"))
+    git(root, "commit", "-qam", "two attempts")
+    server = ChatServer(script=[whole_file_reply("-1.0", "Hypothesis: x = -1 scores better.\n")],
+                        default=whole_file_reply("3.0", "Hypothesis: the score peaks at x = 3, not -1.\n")).start()
+    try:
+        code, out, err = ratchet("run", str(root), env=aider_env(server))
+    finally:
+        server.close()
+    assert code == 0, (out, err)
+    evs = events(root, out["result"]["run_id"])
+    started = [e["data"] for e in evs if e["kind"] == "attempt.started"]
+    assert [(a["attempt"], a.get("revises")) for a in started] == [(1, None), (2, 1)], started
+    legs = [(e["data"]["attempt"], e["data"]["kind"], e["data"]["outcome"]) for e in evs if e["kind"] == "agent.leg"]
+    assert legs == [(1, "start", "on_exit"), (2, "revise", "on_exit")], legs
+    judged = [(d["attempt"], d["stage"], d["verdict"]) for d in (e["data"] for e in evs if e["kind"] == "trial.judged")]
+    assert judged[:3] == [(1, "trial", "rejected"), (2, "trial", "accepted"), (2, "confirm", "accepted")], judged
+    summaries = [e["data"]["summary"] for e in evs if e["kind"] == "attempt.submitted"]
+    assert summaries == ["Hypothesis: x = -1 scores better.", "Hypothesis: the score peaks at x = 3, not -1."]
+    (promoted,) = [e["data"] for e in evs if e["kind"] == "champion.promoted"]
+    assert promoted["attempt"] == 2 and git(root, "show", f"{promoted['commit']}:params.toml") == "x = 3.0"
+    # aider has no session to resume: the revision starts it afresh, its message the verdict and the diff.
+    assert len(server.requests) == 2, "one request per leg"
+    told = str(server.requests[1]["messages"][-1]["content"])
+    assert "# Ratchet verdict on attempt 1" in told and "rejected (not_significant)" in told, told
+    assert "+x = -1.0" in told, told
 
 
 def test_check_preflight_finds_aider_in_its_venv_and_runs_its_version_in_the_sandbox(tmp_path: Path,
