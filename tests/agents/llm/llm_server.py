@@ -1,10 +1,14 @@
-"""A local HTTP server speaking the chat-completions API, for the llm agent's tests.
+"""A local HTTP server speaking the chat-completions API, for the llm agent's tests and for a
+coding-agent CLI (aider, through litellm) run as a command agent.
 
 Real HTTP on 127.0.0.1 (`http.server` in a thread). Each POST to `/v1/chat/completions` takes the
 next scripted `Step` (or the `default` step when the script is empty) and records the request it
 answered (its JSON body and headers). Steps:
 
-- `reply(content, finish_reason, prompt_tokens, completion_tokens)`: a 200 chat completion;
+- `reply(content, finish_reason, prompt_tokens, completion_tokens)`: a 200 chat completion, sent as
+  server-sent events (one content chunk, one chunk with the finish reason and usage, `[DONE]`) when
+  the request asks `"stream": true`, as litellm does by default;
+- `answer(write)`: the same, its content `write(request)` (a reply that depends on the prompt);
 - `status(code, message, headers)`: an error status with an OpenAI-style JSON error body;
 - `hold(seconds)`: 200 headers and a Content-Length, then one space every 0.1 s and never the body:
   a connection kept alive with no content (a read timeout never fires; only a deadline does).
@@ -34,6 +38,35 @@ def _send_json(handler: BaseHTTPRequestHandler, code: int, body: Any, headers: d
     handler.wfile.write(data)
 
 
+def _send_stream(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    """`body` (a chat completion) as server-sent events of `chat.completion.chunk` objects."""
+    choice = body["choices"][0]
+    base = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+    chunks = [{**base, "choices": [{"index": 0, "finish_reason": None,
+                                    "delta": {"role": "assistant", "content": choice["message"]["content"]}}]},
+              {**base, "choices": [{"index": 0, "finish_reason": choice["finish_reason"], "delta": {}}]}]
+    if "usage" in body:
+        chunks[-1]["usage"] = body["usage"]
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Cache-Control", "no-cache")
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    for chunk in chunks:
+        handler.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    handler.wfile.write(b"data: [DONE]\n\n")
+    handler.wfile.flush()
+    handler.close_connection = True
+
+
+def _send_completion(handler: BaseHTTPRequestHandler, request: dict[str, Any], body: dict[str, Any]) -> None:
+    """A 200 carrying `body`: streamed when the request asked for it, else one JSON object."""
+    if request.get("stream"):
+        _send_stream(handler, body)
+    else:
+        _send_json(handler, 200, body)
+
+
 def completion(content: str | None, finish_reason: str = "stop", prompt_tokens: int | None = 100,
                completion_tokens: int | None = 50) -> dict[str, Any]:
     """A chat-completions response body (usage left out when either count is None)."""
@@ -52,7 +85,12 @@ def reply(content: str | None, finish_reason: str = "stop", prompt_tokens: int |
           completion_tokens: int | None = 50) -> Step:
     """A 200 reply carrying `content`."""
     body = completion(content, finish_reason, prompt_tokens, completion_tokens)
-    return lambda handler, request: _send_json(handler, 200, body)
+    return lambda handler, request: _send_completion(handler, request, body)
+
+
+def answer(write: Callable[[dict[str, Any]], str]) -> Step:
+    """A 200 reply whose content is `write(request)`, the request's JSON body."""
+    return lambda handler, request: _send_completion(handler, request, completion(write(request)))
 
 
 def status(code: int, message: str = "error", headers: dict[str, str] | None = None) -> Step:
