@@ -77,6 +77,10 @@ class JobSpec:
     output_cap_bytes: bytes of stdout and of stderr kept on disk (the rest is read and dropped).
     artifacts: files collected from `workdir` when the job ended (not when it was cancelled); None:
         none.
+    group / group_max_parallel: at most `group_max_parallel` jobs of one submit sharing `group` run
+        at once, a sliding window (the next starts as soon as one of them ends), within the
+        executor's own `max_parallel`; None: only the executor's limit (an agent's launch with
+        `--concurrency`).
     """
 
     job_id: str
@@ -89,6 +93,15 @@ class JobSpec:
     stdin_bytes: bytes | None = None
     output_cap_bytes: int = OUTPUT_CAP_BYTES
     artifacts: ArtifactSpec | None = None
+    group: str | None = None
+    group_max_parallel: int | None = None
+
+    @property
+    def group_cap(self) -> tuple[str, int] | None:
+        """(group, its cap) when this job's group is capped, else None."""
+        if self.group is None or not self.group_max_parallel:
+            return None
+        return self.group, self.group_max_parallel
 
 
 @dataclass(frozen=True)
