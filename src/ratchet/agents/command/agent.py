@@ -467,7 +467,8 @@ class CommandAgent(Agent):
                 channel.write([*where, "stderr.txt"], r.stderr_tail.encode("utf-8"))
                 collected = Path(r.artifacts_dir) if r.artifacts_dir else None
                 delivered = deliver_artifacts(channel, request.name, i, collected)
-                views.append(JobView(request.name, i, r, tuple(delivered), tuple(artifact_notes(collected))))
+                views.append(JobView(request.name, i, r, tuple(delivered), tuple(artifact_notes(collected)),
+                                     why=request.why, minutes=request.minutes))
         if len(results) != len(att.pending):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views

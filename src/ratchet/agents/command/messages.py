@@ -17,6 +17,7 @@ from ratchet.agents.base import LaunchResult, PastAttempt
 from ratchet.agents.command.limits import (
     CHANNEL_DIR,
     MAX_ARRAY,
+    MAX_LAUNCH_MINUTES,
     MAX_LAUNCHES_PER_SLEEP,
     MAX_SLEEPS_PER_ATTEMPT,
     OUTPUT_TAIL_CHARS,
@@ -105,13 +106,16 @@ def history_text(history: Sequence[PastAttempt]) -> str:
 @dataclass(frozen=True)
 class JobView:
     """One launched job as the wake message shows it: the launch's name, the job's index in its
-    array, its result, the channel paths of its delivered artifacts and the notes about them."""
+    array, its result, the channel paths of its delivered artifacts and the notes about them, the
+    launch's `why` (one line) and the minutes each of its jobs had."""
 
     launch: str
     index: int
     result: LaunchResult
     delivered: tuple[str, ...]
     notes: tuple[str, ...]
+    why: str = ""
+    minutes: float | None = None
 
 
 def wake_text(attempt: int, leg: int, reason: str, jobs: Sequence[JobView], notices: Sequence[str],
@@ -141,9 +145,15 @@ def _job_lines(job: JobView) -> list[str]:
     r = job.result
     value = "none" if r.value is None else f"{r.value:.6g}"
     elapsed = "" if r.elapsed_s is None else f", {r.elapsed_s:.1f} s"
-    lines = [f"## {job.launch}[{job.index}]: {r.state}, exit code {r.exit_code}, metric {value}{elapsed}", "",
-             fence("stdout tail", r.stdout_tail[-OUTPUT_TAIL_CHARS:]),
-             fence("stderr tail", r.stderr_tail[-OUTPUT_TAIL_CHARS:])]
+    lines = [f"## {job.launch}[{job.index}]: {r.state}, exit code {r.exit_code}, metric {value}{elapsed}", ""]
+    if job.why:
+        lines.append(fence("why", job.why))
+    if r.state == "timeout":
+        had = f"its {job.minutes:g} minutes" if job.minutes is not None else "its time"
+        lines += [f"{job.launch}[{job.index}] ran out of {had}: to give it more time, launch it again "
+                  f"declaring more with `--minutes` (at most {MAX_LAUNCH_MINUTES:g}).", ""]
+    lines += [fence("stdout tail", r.stdout_tail[-OUTPUT_TAIL_CHARS:]),
+              fence("stderr tail", r.stderr_tail[-OUTPUT_TAIL_CHARS:])]
     if job.delivered or job.notes:
         listing = [*job.delivered, *(f"note: {n}" for n in job.notes)]
         lines.append(fence("artifacts", "\n".join(listing)))

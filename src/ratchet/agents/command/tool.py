@@ -87,6 +87,7 @@ def cmd_launch(args: argparse.Namespace) -> None:
     for path in args.artifact:
         if path.startswith("/") or any(p in ("", ".", "..") for p in path.split("/")):
             fail(f"--artifact {path!r}: a relative path inside the job's copy of the workspace")
+    args.why = " ".join(args.why.split())  # one line, as the kernel folds it again
     if len(args.why) > MAX_WHY_CHARS:
         fail(f"--why: at most {MAX_WHY_CHARS} characters")
     if not 0 < args.minutes:
@@ -158,12 +159,14 @@ def parser() -> argparse.ArgumentParser:
                        description="Queue COMMAND (a shell command) to run in a clean copy of your "
                        "workspace's files in scope. With --array N it runs N times with SWEEP_INDEX=0..N-1.")
     p.add_argument("--name", required=True, help="a new name in this attempt; results go to results/NAME/")
-    p.add_argument("--minutes", type=float, default=10.0, help=f"time limit per job (at most {MAX_LAUNCH_MINUTES:g})")
+    p.add_argument("--minutes", type=float, default=10.0, help=f"time limit per job; a job past it ends `timeout` (at most "
+                   f"{MAX_LAUNCH_MINUTES:g})")
     p.add_argument("--array", type=int, default=1, help=f"run N jobs, SWEEP_INDEX=0..N-1 (at most {MAX_ARRAY})")
     p.add_argument("--concurrency", type=int, default=None, help="at most K jobs of the array at once")
     p.add_argument("--artifact", action="append", default=[], help="a file the job writes, copied back "
                    f"to results/NAME/<i>/ (repeatable, at most {MAX_ARTIFACTS})")
-    p.add_argument("--why", default="", help=f"one line: what this tests (at most {MAX_WHY_CHARS} characters)")
+    p.add_argument("--why", default="", help=f"what this tests, folded to one line and echoed with the results "
+                   f"(at most {MAX_WHY_CHARS} characters)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the shell command, after --")
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser("sleep", help="end this leg; wake me with the results",
