@@ -4,8 +4,6 @@ real processes under bwrap."""
 
 from __future__ import annotations
 
-import json
-
 from ratchet.agents.base import Submit
 
 TOOL = ".ratchet-sys/ratchet-sys"

@@ -159,8 +159,8 @@ def parser() -> argparse.ArgumentParser:
                        description="Queue COMMAND (a shell command) to run in a clean copy of your "
                        "workspace's files in scope. With --array N it runs N times with SWEEP_INDEX=0..N-1.")
     p.add_argument("--name", required=True, help="a new name in this attempt; results go to results/NAME/")
-    p.add_argument("--minutes", type=float, default=10.0, help=f"time limit per job; a job past it ends `timeout` (at most "
-                   f"{MAX_LAUNCH_MINUTES:g})")
+    p.add_argument("--minutes", type=float, default=10.0,
+                   help=f"time limit per job; a job past it ends `timeout` (at most {MAX_LAUNCH_MINUTES:g})")
     p.add_argument("--array", type=int, default=1, help=f"run N jobs, SWEEP_INDEX=0..N-1 (at most {MAX_ARRAY})")
     p.add_argument("--concurrency", type=int, default=None, help="at most K jobs of the array at once")
     p.add_argument("--artifact", action="append", default=[], help="a file the job writes, copied back "
