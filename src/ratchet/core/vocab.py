@@ -60,9 +60,11 @@ STOP_REASONS: Mapping[str, str] = {
 }
 """Why a campaign stopped (`run.stopped` data.stop_reason)."""
 
-LegOutcome = Literal["launch", "submit", "none", "channel_refused", "start_failed"]
+LegOutcome = Literal["launch", "checkpoint", "submit", "none", "channel_refused", "start_failed"]
 LEG_OUTCOMES: Mapping[str, str] = {
     "launch": "the agent queued launches and slept",
+    "checkpoint": ("the agent slept with no launch queued: it is woken at once, its note echoed, no job run "
+                   "(one of the attempt's sleeps)"),
     "submit": "the agent submitted a candidate",
     "none": "the CLI ended without a request (it is reminded once, then the attempt ends)",
     "channel_refused": "the kernel refused the agent's channel (a symlink, a file in place of a folder)",

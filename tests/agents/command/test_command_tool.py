@@ -22,7 +22,7 @@ from ratchet.agents.command.agent import TOOL_SOURCE
 from ratchet.agents.command.channel import Channel
 from ratchet.agents.command.requests import read_leg
 
-COMMANDS = ("launch", "sleep", "submit", "queue", "history", "budget")
+COMMANDS = ("launch", "sleep", "submit", "queue", "launches", "history", "budget")
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from ratchet.agents.command.limits import (
     REQUEST_CAP_BYTES,
 )
 from ratchet.compute.artifacts import check_artifact_path
+from ratchet.core.vocab import LegOutcome
 
 REQUESTS_DIR = "requests"
 SLEEP_MARKER = "sleep.json"
@@ -198,3 +199,17 @@ def describe_errors(exc: ValidationError, limit: int = 5) -> str:
         parts.append(f"{loc}: {err['msg']}")
     more = len(exc.errors()) - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+SLEPT: tuple[LegOutcome, ...] = ("launch", "checkpoint")
+"""Leg outcomes that end in a sleep: each costs one of MAX_SLEEPS_PER_ATTEMPT, and the loop wakes the
+agent after it (with the launches' results, or at once after a checkpoint)."""
+
+
+def leg_outcome(requests: LegRequests) -> LegOutcome:
+    """How a leg that ran ended, from what it asked: a submit, launches, a sleep alone, or nothing."""
+    if requests.submit is not None:
+        return "submit"
+    if requests.launches:
+        return "launch"
+    return "checkpoint" if requests.sleep is not None else "none"
