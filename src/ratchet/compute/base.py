@@ -44,13 +44,16 @@ class SandboxSpec:
     """Sandbox settings for one job: `mode` resolved (bwrap|none); `network` allowed or not;
     `read_only`: extra absolute paths bound read-only under bwrap; `path`: the jobs' PATH (None:
     `compute.env.default_path()`); `passed_env`: (name, value) pairs of `sandbox.pass_env` read
-    where Ratchet runs (see `compute.env.sandbox_spec`)."""
+    where Ratchet runs (see `compute.env.sandbox_spec`); `read_only_root`: everything but the
+    workdir and the scratch directory read-only, /tmp included (a command agent's legs: a write
+    elsewhere fails with EROFS instead of landing in a throwaway tmpfs)."""
 
     mode: SandboxMode = "none"
     network: bool = False
     read_only: tuple[str, ...] = ()
     path: str | None = None
     passed_env: tuple[tuple[str, str], ...] = ()
+    read_only_root: bool = False
 
 
 @dataclass(frozen=True)

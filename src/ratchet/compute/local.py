@@ -303,7 +303,7 @@ class LocalExecutor:
         if spec.sandbox.mode == "bwrap":
             argv = wrap_argv(
                 argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env,
-                read_only=spec.sandbox.read_only,
+                read_only=spec.sandbox.read_only, read_only_root=spec.sandbox.read_only_root,
                 devices=gpu_device_nodes() if spec.resources.gpus else (),
             )
         outputs = (

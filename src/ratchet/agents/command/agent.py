@@ -23,7 +23,8 @@ a CLI that did not start (`start_failed`) used none, and its attempt ends as abo
 The CLI runs as one job on the local executor the kernel owns (whatever the trials' backend):
 stdin /dev/null, its program and that program's install prefix visible read-only (`agent_program`)
 with `sandbox.read_only`, only allow-listed variables (`pass_env` names copied from the operator's
-environment, nothing else of it), only its workspace writable, no network unless `network`, killed
+environment, nothing else of it), only its workspace and the leg's scratch (HOME, TMPDIR) writable
+(the rest of its root read-only: `leg_sandbox`), no network unless `network`, killed
 with all its descendants at the leg's time limit or when it exits. Without a working bwrap the
 agent is refused (SandboxError, exit 2).
 
