@@ -8,7 +8,16 @@ from pathlib import Path
 
 from helpers import set_contract
 
-from ratchet.agents.base import Agent, AgentContext, GiveUp, Launch, LaunchJob, LaunchResult, Submit
+from ratchet.agents.base import (
+    MAX_LAUNCHES_PER_ATTEMPT,
+    Agent,
+    AgentContext,
+    GiveUp,
+    Launch,
+    LaunchJob,
+    LaunchResult,
+    Submit,
+)
 from ratchet.commands.run import open_project
 from ratchet.compute.base import TAIL_BYTES
 from ratchet.core.state import fold, parse_ts
@@ -164,3 +173,34 @@ def test_launches_of_one_sleep_run_together_each_group_a_sliding_window_of_its_c
     # A sliding window, not chunks of 2: wide[2] and wide[3] start (and end) while wide[1] still runs.
     wide = by_group["wide"]
     assert wide[3][1] < wide[1][1], wide
+
+
+class CheckpointingAgent(Agent):
+    """Test agent: sleeps with nothing launched, again and again."""
+
+    def __init__(self):
+        self.wakes: list[tuple[LaunchResult, ...]] = []
+
+    def start(self, ctx: AgentContext):
+        return Launch(jobs=(), note="nothing to run") if ctx.attempt == 1 else GiveUp("done")
+
+    def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]):
+        self.wakes.append(results)
+        return Launch(jobs=(), note="nothing to run")
+
+
+def test_a_launch_without_jobs_is_woken_at_once_unrecorded_and_bounded(bench_repo: Path):
+    loaded, git = open_project(bench_repo)
+    kernel, salt = new_kernel(loaded)
+    target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt)
+    record_started(kernel, salt, git.head_commit(), git.tree_of("HEAD"), target.reserve_units())
+    agent = CheckpointingAgent()
+    try:
+        Campaign(kernel, agent, LogUI(), target).run()
+    finally:
+        kernel.close()
+    assert agent.wakes == [()] * MAX_LAUNCHES_PER_ATTEMPT, "woken with no results, up to the bound"
+    evs = read_events(kernel.run.events)
+    assert not [e for e in evs if e.kind == "agent.launched" or e.data.get("stage") == "launch"]
+    gave_up = next(e.data for e in evs if e.kind == "attempt.gave_up")
+    assert gave_up["reason"] == f"more than {MAX_LAUNCHES_PER_ATTEMPT} checkpoints in one attempt"

@@ -229,8 +229,13 @@ class Campaign:
                     if isinstance(p := e.payload, AgentLaunched) and p.attempt == ctx.attempt]
         action = self._resumed(ctx, launched) or self.agent.start(ctx)
         number = len(launched)  # a resumed or restarted attempt goes on numbering its launches
+        checkpoints = 0
         while isinstance(action, Launch):
             if not action.jobs:  # a checkpoint: nothing to run, the agent's leg is its record
+                checkpoints += 1
+                if checkpoints > MAX_LAUNCHES_PER_ATTEMPT:  # bounded like launches, whatever the agent
+                    return GiveUp(f"more than {MAX_LAUNCHES_PER_ATTEMPT} checkpoints in one attempt",
+                                  stops_campaign=False)
                 action = self.agent.wake(ctx, ())
                 continue
             number += 1

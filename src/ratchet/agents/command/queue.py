@@ -30,6 +30,9 @@ LAUNCHES_FILE = "launches.json"
 QUEUE_REFRESH_S = 3.0
 """Seconds between two writes of `state/queue.json` while a leg runs."""
 
+RESULT_CAP_BYTES = 4096
+"""Bytes of a delivered `result.json` read back after a kernel restart (the kernel writes ~100)."""
+
 QUEUED = "queued"
 """A job's state before its result came back (`running` once a source can tell it started)."""
 
@@ -71,16 +74,24 @@ def settle(queue: Sequence[QueuedJob], launch: str, index: int, result_state: st
 def delivered(workspace: Path, queue: Sequence[QueuedJob], results_dir: str) -> None:
     """After a kernel restart: settle each queued job from the `result.json` the kernel delivered
     into `<results_dir>/<launch>/<i>/` (read through the Channel, capped); a job whose file is
-    missing or unreadable stays `queued`."""
-    with Channel(workspace) as channel:
-        for job in queue:
-            try:
-                data = json.loads(channel.read([results_dir, job.launch, str(job.index), "result.json"], 4096))
-                state, value = data["state"], data.get("value")
-            except (ChannelError, ValueError, KeyError, TypeError):
-                continue
-            if isinstance(state, str) and (value is None or isinstance(value, (int, float))):
-                job.state, job.value = job_state(state), value
+    missing or unreadable stays `queued` (all of them when the channel itself is refused: the
+    leg that reads it next says so)."""
+    try:
+        with Channel(workspace) as channel:
+            for job in queue:
+                _settle_from(channel, job, [results_dir, job.launch, str(job.index), "result.json"])
+    except ChannelError:
+        return
+
+
+def _settle_from(channel: Channel, job: QueuedJob, path: list[str]) -> None:
+    try:
+        data = json.loads(channel.read(path, RESULT_CAP_BYTES))
+        state, value = data["state"], data.get("value")
+    except (ChannelError, ValueError, KeyError, TypeError):
+        return
+    if isinstance(state, str) and (value is None or isinstance(value, (int, float))):
+        job.state, job.value = job_state(state), value
 
 
 def queue_json(queue: Iterable[QueuedJob]) -> bytes:
