@@ -220,6 +220,23 @@ def test_max_parallel_is_respected(work, jobs_dir):
     assert overlap == 2, f"at most 2 jobs may run at once and 2 should: saw {overlap}"
 
 
+def test_a_capped_group_runs_as_a_sliding_window_beside_other_jobs(work, jobs_dir):
+    stamp = (
+        "python3 -c 'import time, os\ns = time.time()\ntime.sleep(float(os.environ[\"NAP\"]))\n"
+        'open(os.environ["RATCHET_JOB_ID"] + ".span", "w").write(f"{s} {time.time()}")\''
+    )
+    naps = {"g0": "0.3", "g1": "1.5", "g2": "0.3", "g3": "0.3", "free0": "1.0", "free1": "1.0"}
+    specs = [spec(i, stamp, work, extra_env={"NAP": nap}, group="g" if i.startswith("g") else None,
+                  group_max_parallel=2 if i.startswith("g") else None) for i, nap in naps.items()]
+    results = LocalExecutor(jobs_dir, 4).run(specs)
+    assert all(r.state == "ok" for r in results)
+    spans = {i: tuple(map(float, (work / f"{i}.span").read_text().split())) for i in naps}
+    group = [spans[i] for i in naps if i.startswith("g")]
+    assert max(sum(1 for s, e in group if s <= t < e) for t, _ in group) == 2, group
+    assert spans["g3"][1] < spans["g1"][1], "g2 and g3 start as g0 and g2 end, while g1 still runs"
+    assert spans["free0"][0] < spans["g0"][1], "uncapped jobs run beside the group"
+
+
 def test_cancel_kills_the_running_job_and_skips_pending_ones(work, jobs_dir):
     executor = LocalExecutor(jobs_dir, 1)
     started = threading.Event()

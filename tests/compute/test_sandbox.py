@@ -57,6 +57,23 @@ def test_a_job_writes_only_its_checkout_and_scratch(work, jobs_dir, project, tmp
     assert not Path("/tmp/t.txt").exists() and not Path("/usr/pwned").exists()
 
 
+def test_a_read_only_root_leaves_only_the_checkout_and_scratch_writable(work, jobs_dir, tmp_path):
+    from dataclasses import replace
+
+    outside = tmp_path / "outside.txt"
+    command = (
+        f"echo in > in.txt; echo s > $HOME/s.txt && echo HOME-OK; "
+        f"for p in {outside} /tmp/t.txt /pwned {jobs_dir}/pwned; do "
+        f"(echo x > $p) 2>/dev/null && echo WROTE $p; done; echo done"
+    )
+    job = spec("ro", command, work, mode="bwrap")
+    job = replace(job, sandbox=replace(job.sandbox, read_only_root=True))
+    out, state = _run(jobs_dir, job)
+    assert state == "ok" and out.strip().endswith("done") and "HOME-OK" in out, out
+    assert "WROTE" not in out, f"a write outside the checkout and scratch succeeded inside the sandbox: {out}"
+    assert (work / "in.txt").exists()
+
+
 def test_a_job_cannot_read_the_operators_home_the_project_or_other_jobs_files(
     work, jobs_dir, project, home_secret
 ):

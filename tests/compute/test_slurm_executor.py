@@ -70,6 +70,14 @@ def test_array_throttle_never_runs_more_than_k_at_once(work, jobs_dir, tmp_path)
     assert max(int(r.stdout_tail.split()[0]) for r in control) > 2, "the counter can see more than 2"
 
 
+def test_a_capped_group_is_an_array_throttled_to_its_cap(work, jobs_dir, tmp_path):
+    ex = SlurmExecutor(jobs_dir, 4, FAST)
+    specs = concurrency_specs(4, work, tmp_path, 2, group="g", group_max_parallel=1)
+    results = ex.run(specs)
+    assert [r.state for r in results] == ["ok"] * 4, [r.reason for r in results]
+    assert max(int(r.stdout_tail.split()[0]) for r in results) == 1, "a group capped at 1 ran two tasks at once"
+
+
 def test_task_over_its_timeout_is_timeout_and_the_others_finish(work, jobs_dir):
     ex = SlurmExecutor(jobs_dir, 4, FAST)
     specs = [spec("slow", "sleep 60", work, timeout_s=2), spec("a", "echo a", work), spec("b", "echo b", work)]

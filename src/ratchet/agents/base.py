@@ -61,7 +61,8 @@ class LaunchJob:
 
 @dataclass(frozen=True)
 class Launch:
-    """Run these experiments, then wake me with their results."""
+    """Run these experiments, then wake me with their results (no jobs: a checkpoint, wake me at
+    once with no results; nothing is run or recorded as a launch)."""
 
     jobs: tuple[LaunchJob, ...]
     note: str = ""

@@ -44,13 +44,16 @@ class SandboxSpec:
     """Sandbox settings for one job: `mode` resolved (bwrap|none); `network` allowed or not;
     `read_only`: extra absolute paths bound read-only under bwrap; `path`: the jobs' PATH (None:
     `compute.env.default_path()`); `passed_env`: (name, value) pairs of `sandbox.pass_env` read
-    where Ratchet runs (see `compute.env.sandbox_spec`)."""
+    where Ratchet runs (see `compute.env.sandbox_spec`); `read_only_root`: everything but the
+    workdir and the scratch directory read-only, /tmp included (a command agent's legs: a write
+    elsewhere fails with EROFS instead of landing in a throwaway tmpfs)."""
 
     mode: SandboxMode = "none"
     network: bool = False
     read_only: tuple[str, ...] = ()
     path: str | None = None
     passed_env: tuple[tuple[str, str], ...] = ()
+    read_only_root: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,10 @@ class JobSpec:
     output_cap_bytes: bytes of stdout and of stderr kept on disk (the rest is read and dropped).
     artifacts: files collected from `workdir` when the job ended (not when it was cancelled); None:
         none.
+    group / group_max_parallel: at most `group_max_parallel` jobs of one submit sharing `group` run
+        at once, a sliding window (the next starts as soon as one of them ends), within the
+        executor's own `max_parallel`; None: only the executor's limit (an agent's launch with
+        `--concurrency`).
     """
 
     job_id: str
@@ -89,6 +96,15 @@ class JobSpec:
     stdin_bytes: bytes | None = None
     output_cap_bytes: int = OUTPUT_CAP_BYTES
     artifacts: ArtifactSpec | None = None
+    group: str | None = None
+    group_max_parallel: int | None = None
+
+    @property
+    def group_cap(self) -> tuple[str, int] | None:
+        """(group, its cap) when this job's group is capped, else None."""
+        if self.group is None or not self.group_max_parallel:
+            return None
+        return self.group, self.group_max_parallel
 
 
 @dataclass(frozen=True)

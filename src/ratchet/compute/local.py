@@ -18,7 +18,9 @@ to the shim first, SIGKILL to it last). When a job ends normally, processes it l
 killed too. cpu_s is the rusage of the reaped leader: the job and the descendants it waited for
 (processes killed as leftovers are not counted); under bwrap, where that rusage is lost, the job's
 wall time (one core) is charged instead. `spec.resources` is not enforced locally: the
-pool's size (`max_parallel`) is the local limit.
+pool's size (`max_parallel`) is the local limit. Jobs of one batch start in submission order, except
+that a job whose group (`spec.group_cap`) already runs its cap waits and the next eligible job starts
+instead (`_Todo`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +71,41 @@ class _Pending:
     threads: list[threading.Thread]
     on_submit: OnSubmit | None
     on_result: OnResult | None
+
+
+class _Todo:
+    """The jobs of one local batch not yet started, handed to the workers in submission order; a
+    job whose group already runs `group_max_parallel` jobs is passed over until one of them ends (a
+    sliding window per group, inside the pool's `max_parallel`)."""
+
+    def __init__(self, specs: Sequence[JobSpec]):
+        self._left = list(enumerate(specs))
+        self._running: Counter[str] = Counter()
+        self._cond = threading.Condition()
+
+    def take(self) -> tuple[int, JobSpec] | None:
+        """The next job that may start (waiting while only capped ones are left), or None when
+        every job was taken. A worker only waits while a job of the blocking group runs, and
+        `done` for that job wakes it."""
+        with self._cond:
+            while self._left:
+                for k, (index, spec) in enumerate(self._left):
+                    cap = spec.group_cap
+                    if cap is None or self._running[cap[0]] < cap[1]:
+                        del self._left[k]
+                        if cap is not None:
+                            self._running[cap[0]] += 1
+                        return index, spec
+                self._cond.wait()
+            return None
+
+    def done(self, spec: JobSpec) -> None:
+        """`spec` ended: a job of its group may start."""
+        with self._cond:
+            cap = spec.group_cap
+            if cap is not None:
+                self._running[cap[0]] -= 1
+            self._cond.notify_all()
 
 
 class LocalExecutor:
@@ -151,7 +189,8 @@ class LocalExecutor:
     def submit(
         self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None, on_result: OnResult | None = None
     ) -> Batch:
-        """Start up to `max_parallel` worker threads on `specs`; the processes start at once.
+        """Start up to `max_parallel` worker threads on `specs`; the processes start at once (a
+        capped group's jobs as its window allows).
         Raises RatchetError `job.bad_id` / `job.duplicate_id` / `compute.closed`."""
         check_ids(specs)
         if self._closed:
@@ -159,11 +198,10 @@ class LocalExecutor:
                 "compute.closed", "this executor was closed", hint="create a new LocalExecutor"
             )
         events: queue.Queue = queue.Queue()
-        todo = iter(list(enumerate(specs)))
-        lock = threading.Lock()
+        todo = _Todo(specs)
         threads = [
             threading.Thread(
-                target=self._worker, args=(todo, lock, events), daemon=True, name=f"ratchet-job-{i}"
+                target=self._worker, args=(todo, events), daemon=True, name=f"ratchet-job-{i}"
             )
             for i in range(min(self.max_parallel, len(specs)))
         ]
@@ -216,10 +254,9 @@ class LocalExecutor:
         pids.kill_marked_under(self.jobs_dir)
         return Batch(())
 
-    def _worker(self, todo: Iterator[tuple[int, JobSpec]], lock: threading.Lock, events: queue.Queue) -> None:
+    def _worker(self, todo: _Todo, events: queue.Queue) -> None:
         while True:
-            with lock:
-                item = next(todo, None)
+            item = todo.take()
             if item is None:
                 return
             index, spec = item
@@ -232,6 +269,7 @@ class LocalExecutor:
                     result = unknown_result(spec, f"the executor failed: {type(exc).__name__}: {exc}")
                 finally:
                     self.gpu_pool.release(spec.job_id)
+            todo.done(spec)
             events.put(("result", index, result))
 
     def _acquire_gpus(self, spec: JobSpec) -> tuple[str, ...] | None:
@@ -265,7 +303,7 @@ class LocalExecutor:
         if spec.sandbox.mode == "bwrap":
             argv = wrap_argv(
                 argv, workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env=env,
-                read_only=spec.sandbox.read_only,
+                read_only=spec.sandbox.read_only, read_only_root=spec.sandbox.read_only_root,
                 devices=gpu_device_nodes() if spec.resources.gpus else (),
             )
         outputs = (

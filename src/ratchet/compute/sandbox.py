@@ -2,7 +2,8 @@
 
 A sandboxed job sees: the system directories (/usr, /bin, /lib*, /sbin, /etc) and the Python in use,
 read-only; its checkout and its scratch directory, writable, each bound on its own path (never a
-parent: the job directories live under the project's `.ratchet/`); a private /tmp; a fresh /proc in
+parent: the job directories live under the project's `.ratchet/`); a private /tmp (read-only with the
+rest of the root for a command agent's legs: `read_only_root`); a fresh /proc in
 a new PID namespace (no other process's environment is visible, and killing bwrap kills every
 process inside, including ones that called `setsid`); a minimal /dev; no network unless asked; no
 capabilities. The project directory, `.ratchet/` and the operator's home are not visible.
@@ -145,6 +146,7 @@ def wrap_argv(
     bwrap: str | None = None,
     read_only: Sequence[str] = (),
     devices: Sequence[str] = (),
+    read_only_root: bool = False,
 ) -> list[str]:
     """The bwrap command line running `argv` in the sandbox, in `workdir`, with exactly `env`.
 
@@ -155,7 +157,9 @@ def wrap_argv(
     tmpfs mounted before the binds, so a checkout that lives under /tmp stays visible.
     (default `default_python_prefixes()`). devices: device nodes bound into the minimal /dev (a GPU
     job's `/dev/nvidia*`; missing ones are skipped). The mount order matters: /tmp is a tmpfs mounted before the
-    binds, so a checkout that lives under /tmp stays visible.
+    binds, so a checkout that lives under /tmp stays visible. read_only_root: no tmpfs on /tmp, and
+    the sandbox's root (with /tmp and the directories bwrap made to hold the binds) remounted
+    read-only once every mount is in place: only `workdir`, `scratch` (and /dev) stay writable.
     """
     args = [bwrap or find_bwrap() or "bwrap"]
     for path in SYSTEM_DIRS:
@@ -163,7 +167,8 @@ def wrap_argv(
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--dir", "/tmp"] if read_only_root else ["--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
     for device in devices:
         if os.path.exists(device):
             args += ["--dev-bind", device, device]
@@ -178,6 +183,7 @@ def wrap_argv(
             args += ["--ro-bind-try", path, path]
     work, scr = str(Path(workdir).resolve()), str(Path(scratch).resolve())
     args += ["--bind", work, work, "--bind", scr, scr]
+    args += ["--remount-ro", "/"] if read_only_root else []
     args += ["--unshare-all"] + (["--share-net"] if network else [])
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "ratchet"]
     args += ["--chdir", work, "--clearenv"]

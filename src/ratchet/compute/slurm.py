@@ -118,7 +118,8 @@ class SlurmExecutor:
     `compute.base.Executor` (external ids are `<array id>_<index>`).
 
     jobs_dir: where `<job_id>/` directories go; must be visible at the same path on the nodes.
-    max_parallel: K of `--array=0-N%K` (tasks of one array running at once).
+    max_parallel: K of `--array=0-N%K` (tasks of one array running at once; a capped group's own
+        cap when smaller).
     settings: `[compute.slurm]` of the contract (partition, account, qos, extra_args, poll, grace).
     scheduler_calls: how many scheduler commands this executor ran (`calls` by command name).
     """
@@ -155,7 +156,8 @@ class SlurmExecutor:
     def submit(self, specs: Sequence[JobSpec], on_submit: OnSubmit | None = None,
                on_result: OnResult | None = None) -> Batch:
         """Write each job's directory, submit one held array per group of jobs asking the same
-        resources and walltime (normally one), report `<array>_<index>` through `on_submit` for
+        resources and walltime (normally one; a capped group of jobs, `spec.group_cap`, is an array
+        of its own throttled `%K` to its cap), report `<array>_<index>` through `on_submit` for
         every task, then release the array. If `on_submit` raises, the array is cancelled before
         anything ran and the error propagates. Raises RatchetError `job.bad_id`,
         `job.duplicate_id`, `compute.closed`, SchedulerError `slurm.sbatch` / `slurm.release`."""
@@ -164,12 +166,13 @@ class SlurmExecutor:
             raise RatchetError("compute.closed", "this executor was closed", hint="create a new SlurmExecutor")
         wrapper = self._install_wrapper()
         groups: dict[tuple, list[JobSpec]] = {}
-        for spec in specs:
-            groups.setdefault(self._sbatch_resources(spec), []).append(spec)
+        for spec in specs:  # a capped group (`spec.group_cap`) is an array of its own, throttled to its cap
+            groups.setdefault((self._sbatch_resources(spec), spec.group_cap), []).append(spec)
         batch = _SlurmBatch([], on_result)
         try:
-            for resources, group in groups.items():
-                array_id, tag = self._submit_array(wrapper, resources, group)
+            for (resources, cap), group in groups.items():
+                throttle = min(self.max_parallel, cap[1]) if cap is not None else self.max_parallel
+                array_id, tag = self._submit_array(wrapper, resources, group, throttle)
                 batch.arrays.append(array_id)
                 tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log", s.workdir, s.artifacts)
                          for i, s in enumerate(group)]
@@ -200,8 +203,10 @@ class SlurmExecutor:
         r = spec.resources
         return (time_limit_minutes(spec.timeout_s, self.settings.time_grace_s), r.cpus, r.memory_mb, r.gpus)
 
-    def _submit_array(self, wrapper: Path, resources: tuple, group: list[JobSpec]) -> tuple[str, Path]:
-        """sbatch one held array for `group`; (array id, its directory under .slurm/)."""
+    def _submit_array(self, wrapper: Path, resources: tuple, group: list[JobSpec],
+                      throttle: int) -> tuple[str, Path]:
+        """sbatch one held array for `group`, at most `throttle` tasks running at once (`%K`);
+        (array id, its directory under .slurm/)."""
         minutes, cpus, memory_mb, gpus = resources
         tag = self.jobs_dir / SLURM_DIR / f"b-{secrets.token_hex(4)}"
         tag.mkdir(parents=True)
@@ -209,7 +214,7 @@ class SlurmExecutor:
         (tag / "tasks").write_text("\n".join(lines) + "\n")
         s = self.settings
         python = s.python or sys.executable
-        argv = ["sbatch", "--parsable", "--hold", f"--array=0-{len(group) - 1}%{self.max_parallel}",
+        argv = ["sbatch", "--parsable", "--hold", f"--array=0-{len(group) - 1}%{throttle}",
                 f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NIL", "--job-name=ratchet",
                 f"--output={tag.resolve()}/%a.log", f"--chdir={tag.resolve()}"]
         argv += [f"--mem={memory_mb}M"] if memory_mb else []

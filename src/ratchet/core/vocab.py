@@ -60,9 +60,11 @@ STOP_REASONS: Mapping[str, str] = {
 }
 """Why a campaign stopped (`run.stopped` data.stop_reason)."""
 
-LegOutcome = Literal["launch", "submit", "on_exit", "none", "channel_refused", "start_failed"]
+LegOutcome = Literal["launch", "checkpoint", "submit", "on_exit", "none", "channel_refused", "start_failed"]
 LEG_OUTCOMES: Mapping[str, str] = {
     "launch": "the agent queued launches and slept",
+    "checkpoint": ("the agent slept with no launch queued: it is woken at once, its note echoed, no job run "
+                   "(one of the attempt's sleeps)"),
     "submit": "the agent submitted a candidate",
     "on_exit": ("the CLI exited (exit code 0) with a new change in scope and no request: its workspace was "
                 "harvested as the submission (agent.command.submit = \"on_exit\")"),

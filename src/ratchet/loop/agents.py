@@ -78,6 +78,13 @@ class AgentLink:
         val_trials = state.trials_run if k.contract.target.kind == "examples" else 0
         return standing(limits_of(k.contract), spent_of(state.budget_used, val_trials) + self.legs_spent())
 
+    def launches_view(self) -> list[dict[str, Any]]:
+        """The run's agent launches so far, every attempt's, as `ratchet-sys launches` shows them
+        (`loop.launch.launch_summaries`)."""
+        from ratchet.loop.launch import launch_summaries
+
+        return launch_summaries(self._k())
+
     def legs_spent(self) -> Charge:
         """What the run's command-agent legs were charged (input and output tokens, dollars), re-added
         from the `charged` of its `agent.leg` events: a resume counts what earlier sessions spent."""
@@ -108,7 +115,7 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         dev = [{"input": ex.input, "expected_output": ex.expected_output} for ex in data.split.dev] if data else None
         return build_command_agent(contract, root, git, link.work_dir, link.put_bytes, link.record, link.run_job,
                                    dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left,
-                                   spent=link.legs_spent)
+                                   spent=link.legs_spent, launches_view=link.launches_view)
     if kind == "llm":
         return _llm_agent(contract, root, view, link, data)
     from ratchet.agents.files import FilesAgent, list_candidates

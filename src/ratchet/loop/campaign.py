@@ -249,14 +249,23 @@ class Campaign:
         return author_verdict(state, attempt, self.target.kind == "examples", stderr_of)
 
     def _converse(self, ctx: AgentContext) -> Action:
-        """The legs of one attempt: start (or resume), then each Launch run and woken, until a
-        Submit or a GiveUp. More than MAX_LAUNCHES_PER_ATTEMPT launches end the attempt, not the
+        """The legs of one attempt: start (or resume), then each Launch run and woken (a Launch
+        without jobs, a checkpoint, is woken at once: no launch is recorded), until a Submit or a
+        GiveUp. More than MAX_LAUNCHES_PER_ATTEMPT launches end the attempt, not the
         campaign; a launch whose worst case does not fit the budget runs no job."""
         launched = [p for e in self.k.events_of("agent.launched")
                     if isinstance(p := e.payload, AgentLaunched) and p.attempt == ctx.attempt]
         action = self._resumed(ctx, launched) or self.agent.start(ctx)
         number = len(launched)  # a resumed or restarted attempt goes on numbering its launches
+        checkpoints = 0
         while isinstance(action, Launch):
+            if not action.jobs:  # a checkpoint: nothing to run, the agent's leg is its record
+                checkpoints += 1
+                if checkpoints > MAX_LAUNCHES_PER_ATTEMPT:  # bounded like launches, whatever the agent
+                    return GiveUp(f"more than {MAX_LAUNCHES_PER_ATTEMPT} checkpoints in one attempt",
+                                  stops_campaign=False)
+                action = self.agent.wake(ctx, ())
+                continue
             number += 1
             if number > MAX_LAUNCHES_PER_ATTEMPT:
                 return GiveUp(f"more than {MAX_LAUNCHES_PER_ATTEMPT} launches in one attempt", stops_campaign=False)
@@ -277,6 +286,8 @@ class Campaign:
         is woken once; None otherwise (the attempt starts again, launch numbers continuing)."""
         legs = [p for e in self.k.events_of("agent.leg")
                 if isinstance(p := e.payload, AgentLeg) and p.attempt == ctx.attempt]
+        if legs and legs[-1].outcome == "checkpoint" and self.agent.resume(ctx, legs, self.k.blobs.get_bytes):
+            return self.agent.wake(ctx, ())  # it slept with nothing launched: woken at once
         if not legs or not launched or not self.agent.resume(ctx, legs, self.k.blobs.get_bytes):
             return None
         last = launched[-1]

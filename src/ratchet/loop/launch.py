@@ -8,13 +8,14 @@ final measurement (`core.budget.launch_refusal`); otherwise no job runs and ever
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, replace
+from typing import Any
 
 from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, MAX_LAUNCH_TIMEOUT_S, AgentContext, Launch, LaunchJob, LaunchResult
 from ratchet.compute.base import ArtifactSpec
 from ratchet.compute.outcome import read_result
-from ratchet.core.payloads import AgentLaunched
+from ratchet.core.payloads import AgentLaunched, JobFinished
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Progress
@@ -51,8 +52,10 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
                progress: Progress | None = None) -> tuple[LaunchResult, ...]:
     """Run one `Launch` of attempt `ctx.attempt` (its `launch`-th); returns one LaunchResult per
     job, in order, its state and value as measured and its exit code and tails from the job's
-    JobResult. Jobs of one `group` run at most `max_parallel` at a time; the executor collects a
-    job's declared artifacts into `<run>/artifacts/<job_id>/` before its checkout is removed."""
+    JobResult. Every job goes to the executor at once, within its `compute.max_parallel`; jobs of
+    one `group` run at most `max_parallel` at a time, the next starting as one ends
+    (`JobSpec.group_max_parallel`). The executor collects a job's declared artifacts into
+    `<run>/artifacts/<job_id>/` before its checkout is removed."""
     jobs = launch_jobs(ctx.attempt, launch, action, ctx.champion_tree)
     asked = action.jobs[: len(jobs)]
     blob = kernel.blobs.put_json(launch_to_json(replace(action, jobs=tuple(asked))))
@@ -63,11 +66,10 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     envs = {job_id: dict(a.env) for job_id, a in by_id.items() if a.env}
     artifacts = {job_id: ArtifactSpec(tuple(a.artifacts), kernel.run.artifacts / job_id)
                  for job_id, a in by_id.items() if a.artifacts}
-    target = launch_jobs_target(kernel.contract, kernel.sandbox, commands, envs, artifacts)
+    groups = {job_id: (a.group or job_id, a.max_parallel) for job_id, a in by_id.items() if a.max_parallel}
+    target = launch_jobs_target(kernel.contract, kernel.sandbox, commands, envs, artifacts, groups)
     runner = kernel.runner(target, progress)
-    measured = {}
-    for batch in _batches(jobs, asked):
-        measured.update(runner.measure_jobs(batch, attempt=ctx.attempt, stage="launch"))
+    measured = runner.measure_jobs(jobs, attempt=ctx.attempt, stage="launch")
     results = []
     for planned, job in zip(jobs, asked, strict=True):
         m = measured[planned.job_id]
@@ -85,19 +87,25 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
     return tuple(results)
 
 
-def _batches(jobs: Sequence[PlannedJob], asked: Sequence[LaunchJob]) -> list[list[PlannedJob]]:
-    """Jobs in batches that respect each group's `max_parallel`: a capped group runs in chunks of
-    its cap, one after the other; all uncapped jobs run together."""
-    free: list[PlannedJob] = []
-    capped: dict[str, list[tuple[PlannedJob, int]]] = {}
-    for planned, job in zip(jobs, asked, strict=True):
-        if job.max_parallel:
-            capped.setdefault(job.group or planned.job_id, []).append((planned, job.max_parallel))
-        else:
-            free.append(planned)
-    out = [free] if free else []
-    for group in capped.values():
-        cap = max(1, group[0][1])
-        out += [[p for p, _ in group[i: i + cap]] for i in range(0, len(group), cap)]
-    return out
+def launch_summaries(kernel: Kernel) -> list[dict[str, Any]]:
+    """The run's launches so far, from its ledger: for each `agent.launched` in order, one row per
+    launch name (a job's `group`, else its name) with its job count and how many of its jobs ended
+    in each state (`queued` while a job has no `job.finished`; `agents.command.queue.launch_summary`).
+    A launch the budget refused is one row with its reason."""
+    from ratchet.agents.command.queue import job_state, launch_summary  # the command agent's only
 
+    finished = {p.job_id: p for e in kernel.events_of("job.finished") if isinstance(p := e.payload, JobFinished)}
+    rows: list[dict[str, Any]] = []
+    for event in kernel.events_of("agent.launched"):
+        launched = event.payload
+        assert isinstance(launched, AgentLaunched)
+        if launched.refused:
+            rows.append(launch_summary(launched.attempt, launched.launch, None, [], refused=launched.refused))
+            continue
+        asked = kernel.blobs.get_json(launched.launch_blob)["jobs"] if launched.launch_blob else []
+        by_name: dict[str, list[str]] = {}
+        for job_id, job in zip(launched.jobs, asked, strict=False):
+            done = finished.get(job_id)
+            by_name.setdefault(job.get("group") or job["name"], []).append(job_state(done.state if done else None))
+        rows += [launch_summary(launched.attempt, launched.launch, name, states) for name, states in by_name.items()]
+    return rows

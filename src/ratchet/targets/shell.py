@@ -79,13 +79,16 @@ class ShellJobs:
     from stdout (None: only the exit state counts). cache: whether measurements may be cached.
     envs: job_id -> extra variables Ratchet sets for that job (`SWEEP_INDEX` of an agent's array).
     artifacts: job_id -> the files the executor collects from that job's checkout when it ends.
+    groups: job_id -> (group, cap): at most `cap` jobs of that group run at once
+    (`JobSpec.group_max_parallel`; an agent's launch with `--concurrency`).
     """
 
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
                  sandbox: SandboxSpec, exclude: Sequence[str] = (), cache: bool = True,
                  commands: Mapping[str, tuple[str, float]] | None = None,
                  envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None,
-                 artifacts: Mapping[str, ArtifactSpec] | None = None):
+                 artifacts: Mapping[str, ArtifactSpec] | None = None,
+                 groups: Mapping[str, tuple[str, int]] | None = None):
         self.command = command
         self.metric = metric
         self.seed_env = seed_env
@@ -98,6 +101,7 @@ class ShellJobs:
         self.envs = dict(envs or {})
         self.resources = resources or Resources()
         self.artifacts = dict(artifacts or {})
+        self.groups = dict(groups or {})
 
     def tasks(self, jobs: Sequence[PlannedJob]) -> list[Task]:
         """One task per planned job, same id."""
@@ -115,9 +119,10 @@ class ShellJobs:
         """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment."""
         job = task.jobs[0]
         command, timeout_s = self._command(job)
+        group, cap = self.groups.get(job.job_id, (None, None))
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
-                       artifacts=self.artifacts.get(job.job_id))
+                       artifacts=self.artifacts.get(job.job_id), group=group, group_max_parallel=cap)
 
     def read(self, task: Task, result: JobResult) -> TaskOutcome:
         """The metric from the job's stdout (its last JSON line), or why there is none."""

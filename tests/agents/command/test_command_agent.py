@@ -161,7 +161,7 @@ def test_an_agent_cannot_write_outside_its_workspace(agent_project, write_script
     assert isinstance(action, Submit)
     escapes = p.git.read_blob(action.tree, "model/escapes.txt").decode()
     assert str(p.root / "pwned") not in escapes and "/usr/pwned" not in escapes  # not even visible
-    # a path beside the workspace may be written inside the sandbox (its private /tmp), never on the host
+    # nor on the host (test_command_sandbox.py: such writes fail inside the sandbox too)
     assert not any(Path(t).exists() for t in targets)
 
 

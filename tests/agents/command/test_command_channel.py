@@ -151,6 +151,21 @@ def test_a_submit_needs_a_report_within_the_limit(ws: Path):
     assert _leg(ws).submit.report == "fine"
 
 
+def test_a_report_of_only_whitespace_is_refused_by_the_kernel_too(ws: Path):
+    (ws / ".ratchet-sys" / "submit.json").write_text(json.dumps({"kind": "submit", "report": " \n\t \n"}))
+    leg = _leg(ws)
+    assert leg.submit is None
+    assert any(n.startswith("submit.json: refused: report: ") and "only whitespace" in n for n in leg.notices), \
+        leg.notices
+    assert not (ws / ".ratchet-sys" / "submit.json").exists()
+
+
+def test_a_launchs_why_is_folded_to_one_line_by_the_kernel(ws: Path):
+    _request(ws, "0001-a.json", {**LAUNCH, "name": "a", "why": "  compare\n\nwindows\t 5 and 9 \n"})
+    (launch,) = _leg(ws).launches
+    assert launch.why == "compare windows 5 and 9"
+
+
 def test_a_symlink_planted_at_the_agents_home_is_replaced_not_followed(ws: Path, tmp_path: Path):
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ from ratchet.agents.command.agent import TOOL_SOURCE
 from ratchet.agents.command.channel import Channel
 from ratchet.agents.command.requests import read_leg
 
-COMMANDS = ("launch", "sleep", "submit", "queue", "history", "budget")
+COMMANDS = ("launch", "sleep", "submit", "queue", "launches", "history", "budget")
 
 
 @pytest.fixture
@@ -59,6 +60,9 @@ def test_what_the_tool_writes_the_kernel_accepts(tool: Path):
     (launch,) = leg.launches
     assert (launch.name, launch.command, launch.array, launch.concurrency) == ("sweep", "python3 x.py", 3, 2)
     assert launch.artifacts == ["out/log.txt"] and leg.sleep.note == "back soon" and leg.notices == []
+    assert _run(tool, "launch", "--name", "why", "--why", "two\nlines  here", "--", "true").returncode == 0
+    (written,) = (tool.parent / "requests").iterdir()
+    assert json.loads(written.read_text())["why"] == "two lines here", "the tool folds --why to one line"
     report = tool.parent / "r.md"
     report.write_text("Hypothesis: ...\n")
     assert _run(tool, "submit", "--report-file", str(report), "--summary", "one line").returncode == 0
@@ -70,6 +74,7 @@ def test_the_tool_refuses_early_what_the_kernel_would_refuse(tool: Path):
     assert _run(tool, "launch", "--name", "bad/name", "--", "true").returncode == 2
     assert _run(tool, "launch", "--name", "a", "--artifact", "../x", "--", "true").returncode == 2
     assert _run(tool, "submit").returncode == 2
+    assert _run(tool, "submit", "--report", " \n \t").returncode == 2
     assert not (tool.parent / "requests").exists() or not list((tool.parent / "requests").iterdir())
 
 

@@ -8,7 +8,8 @@ into the channel), `messages.py` (prompt and wake texts, fenced data), `template
 `output.py` (each leg's command line and output kept as blobs), `program.py` (the leg's program
 found, sandboxed, judged started), `submission.py` (a session that exits with changes: its
 report from REPORT.md or its output), `probe.py` (what `ratchet check` says of the CLI: where it is
-found, its `--version`), `agent.py` (`CommandAgent`).
+found, its `--version`), `queue.py` (what `ratchet-sys queue` and `launches` show, and the watcher
+refreshing the queue while a leg runs), `agent.py` (`CommandAgent`).
 
 Effects: creates and harvests a git workspace outside the project, reads and writes its channel, runs
 the agent's CLI (under bubblewrap when the sandbox is used), reads each leg's output files.

@@ -32,7 +32,8 @@ a CLI that did not start (`start_failed`) used none, and its attempt ends as abo
 The CLI runs as one job on the local executor the kernel owns (whatever the trials' backend):
 stdin /dev/null, its program and that program's install prefix visible read-only (`agent_program`)
 with `sandbox.read_only`, only allow-listed variables (`pass_env` names copied from the operator's
-environment, nothing else of it), only its workspace writable, no network unless `network`, killed
+environment, nothing else of it), only its workspace and the leg's scratch (HOME, TMPDIR) writable
+(the rest of its root read-only: `leg_sandbox`), no network unless `network`, killed
 with all its descendants at the leg's time limit or when it exits. Without a working bwrap the
 agent is refused (SandboxError, exit 2).
 
@@ -77,10 +78,28 @@ from ratchet.agents.command.limits import (
     REPORT_FILE,
     TOOL_NAME,
 )
-from ratchet.agents.command.messages import JobView, TaskView, prompt_text, verdict_text, wake_text
+from ratchet.agents.command.messages import (
+    CHECKPOINT_REASON,
+    JobView,
+    TaskView,
+    prompt_text,
+    verdict_text,
+    wake_text,
+)
 from ratchet.agents.command.output import LegOutput, output_fields, read_leg_output
 from ratchet.agents.command.program import agent_program, did_not_start, leg_sandbox, start_problem, stderr_tail
-from ratchet.agents.command.requests import LaunchRequest, LegRequests, read_leg
+from ratchet.agents.command.queue import (
+    LAUNCHES_FILE,
+    QUEUE_FILE,
+    STATE_DIR,
+    QueuedJob,
+    QueueWatcher,
+    attempt_launches,
+    delivered,
+    queue_json,
+    settle,
+)
+from ratchet.agents.command.requests import SLEPT, LaunchRequest, LegRequests, leg_outcome, read_leg
 from ratchet.agents.command.submission import exit_report, exits_to_submit, summary_of
 from ratchet.agents.command.template import read_cli_report, render_argv
 from ratchet.agents.command.workspace import Harvest, ScopeRules, create_workspace, harvest
@@ -117,7 +136,6 @@ submission)."""
 
 PROMPT_FILE = "prompt.md"
 WAKE_FILE = "wake.md"
-STATE_DIR = "state"
 HOME_DIR = "home"
 
 AGENT_STATE_ENV = {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state",
@@ -171,6 +189,7 @@ class _Attempt:
     nudges: int = 0
     names: set[str] = field(default_factory=set)
     pending: list[tuple[LaunchRequest, int]] = field(default_factory=list)
+    queue: list[QueuedJob] = field(default_factory=list)
     note: str = ""
     notices: list[str] = field(default_factory=list)
     session: str | None = None
@@ -191,14 +210,17 @@ class CommandAgent(Agent):
     `budget.max_wall` still allows (None: unlimited); a leg's limit is the smaller of it and
     `timeout_s`. spent: what the run's legs were charged so far (see Spent; None: nothing is
     counted). environ: where `pass_env` values are read (default os.environ). bwrap: the
-    bubblewrap executable probed (default: found on PATH).
+    bubblewrap executable probed (default: found on PATH). launches_view: returns the run's launches
+    so far, earlier attempts' included (rows of `queue.launch_summary`, shown by `ratchet-sys
+    launches`), or None: this attempt's only.
     Raises SandboxError `agent.sandbox_unavailable` (exit 2) when bwrap does not work here.
     """
 
     def __init__(self, setup: CommandSetup, record_blob: RecordBlob, record: Record, run_job: RunJob, *,
                  budget_view: Callable[[], Mapping[str, Any]] | None = None,
                  wall_left: Callable[[], float | None] | None = None, spent: Spent | None = None,
-                 environ: Mapping[str, str] | None = None, bwrap: str | None = None):
+                 environ: Mapping[str, str] | None = None, bwrap: str | None = None,
+                 launches_view: Callable[[], Sequence[Mapping[str, Any]]] | None = None):
         status = probe_bwrap(bwrap)
         if not status.available:
             raise SandboxError(
@@ -214,6 +236,7 @@ class CommandAgent(Agent):
         self.wall_left = wall_left
         self.spent = spent
         self.environ = os.environ if environ is None else environ
+        self.launches_view = launches_view
         self.attempt: _Attempt | None = None
 
     # -- the protocol ----------------------------------------------------------------------------
@@ -284,10 +307,13 @@ class CommandAgent(Agent):
         return self.setup.config.submit == "on_exit"
 
     def wake(self, ctx: AgentContext, results: tuple[LaunchResult, ...]) -> Action:
-        """Deliver the launches' results into the channel and run the next leg."""
+        """Deliver the launches' results into the channel and run the next leg (no results after
+        a checkpoint: the agent slept with nothing launched)."""
         att = self._current(ctx)
+        checkpoint = not att.pending and not results
         jobs = self._deliver(att, results)
-        reason = f"Your {len(jobs)} launched job(s) finished; their results follow."
+        reason = (CHECKPOINT_REASON if checkpoint else
+                  f"Your {len(jobs)} launched job(s) finished; their results follow.")
         message = wake_text(att.number, att.legs + 1, reason, jobs, att.notices, att.note, self._budget(),
                             on_exit=self._on_exit)
         att.notices, att.note, att.pending = [], "", []
@@ -297,23 +323,26 @@ class CommandAgent(Agent):
         """Rebuild the conversation of attempt `ctx.attempt` after a kernel restart, from the
         payloads of its recorded `agent.leg` events (in order; `read_blob` reads a recorded blob). True when
         the last recorded leg ended in launches and the workspace is still there: the loop then
-        runs those launches (reusing finished jobs) and calls `wake` once. False otherwise: the loop
+        runs those launches (reusing finished jobs) and calls `wake` once (after a `checkpoint`
+        leg: `wake` with no results). False otherwise: the loop
         calls `start` (the attempt begins again in a fresh workspace)."""
         workspace = self.setup.work_dir() / f"a{ctx.attempt:04d}" / "workspace"
-        if not legs or legs[-1].outcome != "launch" or not (workspace / CHANNEL_DIR).is_dir():
+        if not legs or legs[-1].outcome not in SLEPT or not (workspace / CHANNEL_DIR).is_dir():
             return False
         att = _Attempt(ctx.attempt, workspace.resolve(), legs=len(legs), history=ctx.history)
         for leg in legs:
             att.nudges += leg.leg_kind == "nudge"
-            if leg.outcome != "launch" or not leg.requests_blob:
+            if leg.outcome not in SLEPT or not leg.requests_blob:
                 continue
             att.sleeps += 1
             recorded = json.loads(read_blob(leg.requests_blob))
             launches = [LaunchRequest.model_validate(r, strict=False) for r in recorded["launches"]]
             att.names.update(r.name for r in launches)
             att.pending = [(r, i) for r in launches for i in range(r.array)]
+            att.queue += [QueuedJob(r.name, i, r.command, r.why) for r, i in att.pending]
             att.note = (recorded.get("sleep") or {}).get("note", "")
             att.notices = list(recorded.get("notices") or [])
+        delivered(att.workspace, att.queue, RESULTS_DIR)  # earlier legs' results, as delivered then
         self.attempt = att
         return True
 
@@ -344,7 +373,8 @@ class CommandAgent(Agent):
             self._prepare_channel(att, name, message)
             spec, reach = self._leg_spec(att, kind, name, message)
             began = time.time_ns()
-            run = _LegRun(spec.argv, self.run_job(spec))
+            with QueueWatcher(att.workspace, lambda: queue_json(att.queue)):  # `ratchet-sys queue` mid-leg
+                run = _LegRun(spec.argv, self.run_job(spec))
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
         except ChannelError as exc:  # the leg's output is kept all the same: it says what the agent did
@@ -352,7 +382,7 @@ class CommandAgent(Agent):
             return self._budget_end(att, run.result, charge) or GiveUp(f"the channel was refused: {exc.message}",
                                                                        stops_campaign=False)
         assert run.result is not None
-        outcome: LegOutcome = "submit" if requests.submit else "launch" if requests.launches else "none"
+        outcome = leg_outcome(requests)
         if outcome == "none" and did_not_start(run.result, att.workspace, began):
             problem = start_problem(run.result, reach)
             charge = self._record_leg(att, kind, message, run, requests, "start_failed", problem)
@@ -417,8 +447,8 @@ class CommandAgent(Agent):
         with Channel(att.workspace) as channel:
             channel.write([TOOL_NAME], TOOL_SOURCE.read_bytes(), mode=0o755)
             channel.write([name], message.encode("utf-8"))
-            queue = [{"launch": r.name, "index": i, "command": r.command, "why": r.why} for r, i in att.pending]
-            channel.write([STATE_DIR, "queue.json"], json.dumps(queue, indent=1).encode())
+            channel.write([STATE_DIR, QUEUE_FILE], queue_json(att.queue))
+            channel.write([STATE_DIR, LAUNCHES_FILE], json.dumps(self._launches(att), indent=1).encode())
             channel.write([STATE_DIR, "budget.json"], json.dumps(self._budget() or {}, indent=1).encode())
             channel.write([STATE_DIR, "history.json"], json.dumps(self._attempt_state(att), indent=1).encode())
             for sub in AGENT_STATE_ENV.values():
@@ -430,6 +460,12 @@ class CommandAgent(Agent):
                 "earlier_attempts": [{"attempt": a.attempt, "verdict": a.verdict, "reason": a.reason,
                                       "candidate_mean": a.candidate_mean, "dev_mean": a.dev_mean}
                                      for a in att.history]}
+
+    def _launches(self, att: _Attempt) -> Sequence[Mapping[str, Any]]:
+        """`state/launches.json`: the run's launches so far (`launches_view`), else this attempt's."""
+        if self.launches_view is not None:
+            return list(self.launches_view())
+        return attempt_launches(att.number, att.queue)
 
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None
@@ -506,13 +542,12 @@ class CommandAgent(Agent):
         att.notices += requests.notices
         if requests.submit is not None:
             return self._submit(ctx, att, requests)
-        if requests.launches:
+        if requests.launches or requests.sleep is not None:  # a sleep without launches: a checkpoint
             att.sleeps += 1
             if att.sleeps > MAX_SLEEPS_PER_ATTEMPT:
-                return GiveUp(f"more than {MAX_SLEEPS_PER_ATTEMPT} sleeps with launches in one attempt",
-                              stops_campaign=False)
+                return GiveUp(f"more than {MAX_SLEEPS_PER_ATTEMPT} sleeps in one attempt", stops_campaign=False)
             att.note = requests.sleep.note if requests.sleep else ""
-            return self._launch(ctx, att, requests.launches)
+            return self._launch(ctx, att, requests.launches) if requests.launches else Launch(jobs=(), note=att.note)
         ended = f"the agent's process ended ({result.reason}) without a launch or a submit"
         if result.state == "timeout":  # a stuck CLI: a reminder would cost another timeout_s
             return GiveUp(f"{ended}: {stderr_tail(result)}", stops_campaign=False, unresponsive=True)
@@ -553,6 +588,7 @@ class CommandAgent(Agent):
                     group=request.name, max_parallel=request.concurrency,
                 ))
                 att.pending.append((request, i))
+                att.queue.append(QueuedJob(request.name, i, request.command, request.why))
         return Launch(jobs=tuple(jobs), note=att.note)
 
     def _deliver(self, att: _Attempt, results: Sequence[LaunchResult]) -> list[JobView]:
@@ -568,7 +604,9 @@ class CommandAgent(Agent):
                 channel.write([*where, "stderr.txt"], r.stderr_tail.encode("utf-8"))
                 collected = Path(r.artifacts_dir) if r.artifacts_dir else None
                 delivered = deliver_artifacts(channel, request.name, i, collected)
-                views.append(JobView(request.name, i, r, tuple(delivered), tuple(artifact_notes(collected))))
+                views.append(JobView(request.name, i, r, tuple(delivered), tuple(artifact_notes(collected)),
+                                     why=request.why, minutes=request.minutes))
+                settle(att.queue, request.name, i, r.state, r.value)
         if len(results) != len(att.pending):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views

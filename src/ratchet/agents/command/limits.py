@@ -23,7 +23,8 @@ MAX_LAUNCHES_PER_SLEEP = 8
 """Launch requests honoured per sleep (per leg); more are refused with a message."""
 
 MAX_SLEEPS_PER_ATTEMPT = MAX_LAUNCHES_PER_ATTEMPT
-"""Legs ending in launches one attempt may take; one more ends the attempt `gave_up`."""
+"""Legs ending in a sleep (with launches, or a checkpoint without) one attempt may take; one more ends
+the attempt `gave_up`."""
 
 MAX_ARRAY = 16
 """Jobs of one launch (its array); a larger array is clamped to this."""

@@ -70,7 +70,7 @@ def version_probe(cfg: CommandAgentConfig, read_only: Sequence[str],
             env["PYTHONUSERBASE"] = reach.user_base
         sandbox = leg_sandbox(reach, cfg.network, read_only)
         wrapped = wrap_argv(argv, workdir=work, scratch=scratch, network=sandbox.network, env=env,
-                            read_only=sandbox.read_only)
+                            read_only=sandbox.read_only, read_only_root=sandbox.read_only_root)
         try:
             proc = subprocess.run(wrapped, env=env, capture_output=True, timeout=timeout_s, check=False,
                                   stdin=subprocess.DEVNULL)

@@ -25,8 +25,11 @@ def agent_program(word: str) -> ProgramReach:
 
 def leg_sandbox(reach: ProgramReach, network: bool, read_only: Sequence[str]) -> SandboxSpec:
     """The sandbox of every leg: bwrap, the network when `network`, and read-only the prefixes of
-    the agent's program (`reach`) and `read_only` (`sandbox.read_only`)."""
-    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])))
+    the agent's program (`reach`) and `read_only` (`sandbox.read_only`); the rest of its root read-only
+    too, /tmp included (`read_only_root`): only the workspace and the leg's scratch directory (HOME and
+    TMPDIR, removed after the leg) are writable, so a write anywhere else fails in the CLI's hands."""
+    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])),
+                       read_only_root=True)
 
 
 def did_not_start(result: JobResult, workspace: Path, began_ns: int) -> bool:

@@ -4,8 +4,9 @@ A leg's requests are files the `ratchet-sys` tool wrote: `requests/*.json` (one 
 the markers `sleep.json` and `submit.json` at the channel's top. The kernel trusts none of them:
 each is read through `Channel.read` (regular files only, size-capped), removed whether valid or not,
 and validated by a strict model (unknown keys, wrong types, a bool where an int belongs, oversized
-fields, traversal or absolute artifact paths are refused). Arrays and minutes are clamped. Every
-refusal and clamp becomes a notice the agent reads at its next wake.
+fields, traversal or absolute artifact paths, a report of only whitespace are refused). Arrays and
+minutes are clamped; a launch's `why` is folded to one line. Every refusal and clamp becomes a
+notice the agent reads at its next wake.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ratchet.agents.command.limits import (
     REQUEST_CAP_BYTES,
 )
 from ratchet.compute.artifacts import check_artifact_path
+from ratchet.core.vocab import LegOutcome
 
 REQUESTS_DIR = "requests"
 SLEEP_MARKER = "sleep.json"
@@ -62,6 +64,11 @@ class LaunchRequest(_Request):
     def _artifacts(cls, value: list[str]) -> list[str]:
         return [check_artifact_path(p) for p in value]
 
+    @field_validator("why", mode="before")
+    @classmethod
+    def _why(cls, value: Any) -> Any:
+        return fold_line(value) if isinstance(value, str) else value
+
     def clamped(self) -> tuple[LaunchRequest, list[str]]:
         """This request with `array`, `minutes` and `concurrency` clamped to the limits, and one
         notice per clamp."""
@@ -88,6 +95,19 @@ class SubmitRequest(_Request):
     kind: Literal["submit"]
     report: Annotated[str, Field(min_length=1, max_length=MAX_REPORT_CHARS)]
     summary: Annotated[str, Field(max_length=MAX_SUMMARY_CHARS)] = ""
+
+    @field_validator("report")
+    @classmethod
+    def _report(cls, value: str) -> str:
+        if not value.strip():  # the tool refuses it too; a hand-written submit.json is refused here
+            raise ValueError("the report holds only whitespace; say what ran, what it measured and why")
+        return value
+
+
+def fold_line(text: str) -> str:
+    """`text` on one line: every run of whitespace (newlines included) becomes one space, and the
+    ends are stripped (a launch's `why`, as the tool folds it)."""
+    return " ".join(text.split())
 
 
 @dataclass
@@ -179,3 +199,17 @@ def describe_errors(exc: ValidationError, limit: int = 5) -> str:
         parts.append(f"{loc}: {err['msg']}")
     more = len(exc.errors()) - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+SLEPT: tuple[LegOutcome, ...] = ("launch", "checkpoint")
+"""Leg outcomes that end in a sleep: each costs one of MAX_SLEEPS_PER_ATTEMPT, and the loop wakes the
+agent after it (with the launches' results, or at once after a checkpoint)."""
+
+
+def leg_outcome(requests: LegRequests) -> LegOutcome:
+    """How a leg that ran ended, from what it asked: a submit, launches, a sleep alone, or nothing."""
+    if requests.submit is not None:
+        return "submit"
+    if requests.launches:
+        return "launch"
+    return "checkpoint" if requests.sleep is not None else "none"

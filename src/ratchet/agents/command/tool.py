@@ -8,8 +8,11 @@ results. When your change is ready, submit it with a written report.
   ratchet-sys launch --name NAME --minutes M [--array N --concurrency K] [--artifact PATH]... \\
                      [--why TEXT] -- COMMAND...
   ratchet-sys sleep [--note TEXT]          then end your session: you are woken with the results
+                                            (with no launch queued: a checkpoint, woken at once)
   ratchet-sys submit --report-file FILE     (or --report TEXT) your workspace becomes the candidate
-  ratchet-sys queue | history | budget      what is launched, what earlier attempts did, what is left
+  ratchet-sys queue                         this attempt's jobs: command, why, state, value
+  ratchet-sys launches                      the run's launches so far, earlier attempts' too
+  ratchet-sys history | budget              earlier attempts and their verdicts, what is left
 
 Every command has --help. This program uses only the Python standard library; the kernel checks
 every request again (its limits are the truth; these are repeated here for fast feedback).
@@ -87,6 +90,7 @@ def cmd_launch(args: argparse.Namespace) -> None:
     for path in args.artifact:
         if path.startswith("/") or any(p in ("", ".", "..") for p in path.split("/")):
             fail(f"--artifact {path!r}: a relative path inside the job's copy of the workspace")
+    args.why = " ".join(args.why.split())  # one line, as the kernel folds it again
     if len(args.why) > MAX_WHY_CHARS:
         fail(f"--why: at most {MAX_WHY_CHARS} characters")
     if not 0 < args.minutes:
@@ -105,12 +109,15 @@ def cmd_launch(args: argparse.Namespace) -> None:
 
 def cmd_sleep(args: argparse.Namespace) -> None:
     """`ratchet-sys sleep`: write `sleep.json` (the note, at most MAX_NOTE_CHARS characters); the
-    agent then ends its session and the kernel runs the queued launches."""
+    agent then ends its session and the kernel runs the queued launches (none queued: a checkpoint,
+    the agent is woken at once with its note; it costs one of the attempt's sleeps all the same)."""
     if len(args.note) > MAX_NOTE_CHARS:
         fail(f"--note: at most {MAX_NOTE_CHARS} characters")
     write_request(os.path.join(CHANNEL, SLEEP_MARKER), {"kind": "sleep", "note": args.note})
-    print(f"sleeping with {len(pending_launches())} launch(es) queued. End your session now (exit): "
-          "you will be started again with the results in a new message.")
+    queued = len(pending_launches())
+    then = "the results" if queued else "your note (a checkpoint: nothing runs)"
+    print(f"sleeping with {queued} launch(es) queued. End your session now (exit): "
+          f"you will be started again with {then} in a new message.")
 
 
 def cmd_submit(args: argparse.Namespace) -> None:
@@ -132,7 +139,8 @@ def cmd_submit(args: argparse.Namespace) -> None:
 
 
 def show_state(name: str) -> None:
-    """Print `state/<name>.json`, which the kernel refreshes at each wake (queue, history, budget)."""
+    """Print `state/<name>.json`, which the kernel writes at each wake (queue, launches, history,
+    budget; the queue also every few seconds while you run)."""
     try:
         with open(os.path.join(STATE, f"{name}.json"), encoding="utf-8") as f:
             print(json.dumps(json.load(f), indent=2))
@@ -141,16 +149,18 @@ def show_state(name: str) -> None:
 
 
 def cmd_queue(args: argparse.Namespace) -> None:
-    """`ratchet-sys queue`: the launches waiting for the next sleep, then those of this attempt."""
+    """`ratchet-sys queue`: the launches waiting for the next sleep, then every job of this
+    attempt's launches (launch, index, command, why, state: queued, running, succeeded, failed,
+    timeout, ...; value)."""
     print("launches queued for the next sleep:")
     for name in pending_launches():
         print(f"  {name}")
-    print("launches of this attempt so far:")
+    print("jobs of this attempt's launches:")
     show_state("queue")
 
 
 def parser() -> argparse.ArgumentParser:
-    """The `ratchet-sys` command line: launch, sleep, submit, queue, history, budget."""
+    """The `ratchet-sys` command line: launch, sleep, submit, queue, launches, history, budget."""
     top = argparse.ArgumentParser(prog="ratchet-sys", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="cmd", required=True)
@@ -158,16 +168,19 @@ def parser() -> argparse.ArgumentParser:
                        description="Queue COMMAND (a shell command) to run in a clean copy of your "
                        "workspace's files in scope. With --array N it runs N times with SWEEP_INDEX=0..N-1.")
     p.add_argument("--name", required=True, help="a new name in this attempt; results go to results/NAME/")
-    p.add_argument("--minutes", type=float, default=10.0, help=f"time limit per job (at most {MAX_LAUNCH_MINUTES:g})")
+    p.add_argument("--minutes", type=float, default=10.0,
+                   help=f"time limit per job; a job past it ends `timeout` (at most {MAX_LAUNCH_MINUTES:g})")
     p.add_argument("--array", type=int, default=1, help=f"run N jobs, SWEEP_INDEX=0..N-1 (at most {MAX_ARRAY})")
     p.add_argument("--concurrency", type=int, default=None, help="at most K jobs of the array at once")
     p.add_argument("--artifact", action="append", default=[], help="a file the job writes, copied back "
                    f"to results/NAME/<i>/ (repeatable, at most {MAX_ARTIFACTS})")
-    p.add_argument("--why", default="", help=f"one line: what this tests (at most {MAX_WHY_CHARS} characters)")
+    p.add_argument("--why", default="", help=f"what this tests, folded to one line and echoed with the results "
+                   f"(at most {MAX_WHY_CHARS} characters)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the shell command, after --")
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser("sleep", help="end this leg; wake me with the results",
-                       description="Run the queued launches; end your session after this command.")
+                       description="Run the queued launches; end your session after this command. With no "
+                       "launch queued it is a checkpoint: you are woken at once with your note (one of your sleeps).")
     p.add_argument("--note", default="", help="a note to yourself, shown when you wake")
     p.set_defaults(func=cmd_sleep)
     p = sub.add_parser("submit", help="submit the workspace as the candidate, with a report",
@@ -177,7 +190,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--report-file", default="", help="a file holding the report")
     p.add_argument("--summary", default="", help="one line for tables")
     p.set_defaults(func=cmd_submit)
-    for name, text in (("queue", "launches queued and run in this attempt"),
+    for name, text in (("queue", "launches queued, and this attempt's jobs with their why and state"),
+                       ("launches", "the run's launches so far (this and earlier attempts): name, jobs, states"),
                        ("history", "earlier attempts and their verdicts"),
                        ("budget", "what this attempt and the campaign may still spend")):
         p = sub.add_parser(name, help=text, description=f"Show {text}.")
