@@ -18,8 +18,8 @@ import pytest
 from ratchet.agents import base as agents_base
 from ratchet.agents.command import agent as command_agent
 from ratchet.agents.command import limits, requests
-from ratchet.agents.command.agent import TOOL_SOURCE
 from ratchet.agents.command.channel import Channel
+from ratchet.agents.command.queue import TOOL_SOURCE
 from ratchet.agents.command.requests import read_leg
 
 COMMANDS = ("launch", "sleep", "submit", "queue", "launches", "history", "budget")

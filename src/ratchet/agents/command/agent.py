@@ -52,9 +52,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from msgspec import UNSET
+from typing import Any
 
 from ratchet.agents.base import (
     Action,
@@ -68,15 +66,21 @@ from ratchet.agents.base import (
     Submit,
     Verdict,
 )
-from ratchet.agents.command.artifacts import RESULTS_DIR, deliver_artifacts
+from ratchet.agents.command.artifacts import RESULTS_DIR, deliver_results
 from ratchet.agents.command.channel import Channel, ChannelError
+from ratchet.agents.command.legs import (
+    PROMPT_FILE,
+    WAKE_FILE,
+    LegKind,
+    LegRun,
+    leg_job,
+    leg_payload,
+)
 from ratchet.agents.command.limits import (
     CHANNEL_DIR,
-    LEG_OUTPUT_CAP_BYTES,
     MAX_SLEEPS_PER_ATTEMPT,
     NUDGES_PER_ATTEMPT,
     REPORT_FILE,
-    TOOL_NAME,
 )
 from ratchet.agents.command.messages import (
     CHECKPOINT_REASON,
@@ -86,30 +90,23 @@ from ratchet.agents.command.messages import (
     verdict_text,
     wake_text,
 )
-from ratchet.agents.command.output import LegOutput, output_fields, read_leg_output
-from ratchet.agents.command.program import agent_program, did_not_start, leg_sandbox, start_problem, stderr_tail
+from ratchet.agents.command.program import did_not_start, start_problem, stderr_tail
 from ratchet.agents.command.queue import (
-    LAUNCHES_FILE,
-    QUEUE_FILE,
-    STATE_DIR,
     QueuedJob,
     QueueWatcher,
     attempt_launches,
     delivered,
     queue_json,
-    settle,
+    write_leg_state,
 )
 from ratchet.agents.command.requests import SLEPT, LaunchRequest, LegRequests, leg_outcome, read_leg
 from ratchet.agents.command.submission import exit_report, exits_to_submit, summary_of
-from ratchet.agents.command.template import read_cli_report, render_argv
 from ratchet.agents.command.workspace import Harvest, ScopeRules, create_workspace, harvest
-from ratchet.compute.artifacts import artifact_notes
 from ratchet.compute.base import JobResult, JobSpec
-from ratchet.compute.env import default_path
 from ratchet.compute.programs import ProgramReach
 from ratchet.compute.sandbox import probe_bwrap
 from ratchet.core.budget import BudgetStop, Charge, ResourceName
-from ratchet.core.budget.agent_kinds import COMMAND_RESOURCES, command_budget_stop, leg_charge
+from ratchet.core.budget.agent_kinds import COMMAND_RESOURCES, command_budget_stop
 from ratchet.core.contract import CommandAgentConfig
 from ratchet.core.errors import SandboxError
 from ratchet.core.payloads import AgentHarvested, AgentLeg
@@ -128,22 +125,6 @@ passes `AgentLink.legs_spent`): input and output tokens, dollars."""
 RunJob = Callable[[JobSpec], JobResult]
 """Run one job to its end on the local executor the kernel owns, whatever the trials' backend;
 returns its result (the loop passes `AgentLink.run_job`)."""
-
-LegKind = Literal["start", "wake", "nudge", "revise"]
-"""start: the attempt's first leg (the prompt). wake: after launches ran. nudge: after a leg that
-ended without a request. revise: a revision's first leg (the verdict on the session's last
-submission)."""
-
-PROMPT_FILE = "prompt.md"
-WAKE_FILE = "wake.md"
-HOME_DIR = "home"
-
-AGENT_STATE_ENV = {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state",
-                   "XDG_CACHE_HOME": "cache", "CLAUDE_CONFIG_DIR": "claude", "CODEX_HOME": "codex"}
-"""Variables pointing the CLI's own state (sessions, settings) under `<channel>/home/`, which lives
-as long as the attempt (the executor's HOME is a scratch directory removed after every leg)."""
-
-TOOL_SOURCE = Path(__file__).with_name("tool.py")
 
 BUDGET_STOP_PREFIX = "budget_exhausted:"
 """A GiveUp reason starting with this names the model budget that ended the attempt (also in
@@ -168,14 +149,6 @@ class CommandSetup:
     dev_examples: Sequence[Any] | None = None
     limits: Mapping[ResourceName, float] = field(default_factory=dict)
     read_only: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _LegRun:
-    """How far one leg got: its command line as run and how its process ended (None: not reached)."""
-
-    argv: tuple[str, ...] | None = None
-    result: JobResult | None = None
 
 
 @dataclass
@@ -368,13 +341,13 @@ class CommandAgent(Agent):
             return reached
         att.legs += 1
         name = PROMPT_FILE if kind == "start" else WAKE_FILE
-        run = _LegRun()
+        run = LegRun()
         try:
             self._prepare_channel(att, name, message)
             spec, reach = self._leg_spec(att, kind, name, message)
             began = time.time_ns()
             with QueueWatcher(att.workspace, lambda: queue_json(att.queue)):  # `ratchet-sys queue` mid-leg
-                run = _LegRun(spec.argv, self.run_job(spec))
+                run = LegRun(spec.argv, self.run_job(spec))
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
         except ChannelError as exc:  # the leg's output is kept all the same: it says what the agent did
@@ -443,23 +416,14 @@ class CommandAgent(Agent):
         return GiveUp(f"{BUDGET_STOP_PREFIX}{stop.name}: budget.{stop.name} is reached; {what}", stops_campaign=False)
 
     def _prepare_channel(self, att: _Attempt, name: str, message: str) -> None:
-        """Refresh the tool and write the message and the state files `ratchet-sys` reads."""
-        with Channel(att.workspace) as channel:
-            channel.write([TOOL_NAME], TOOL_SOURCE.read_bytes(), mode=0o755)
-            channel.write([name], message.encode("utf-8"))
-            channel.write([STATE_DIR, QUEUE_FILE], queue_json(att.queue))
-            channel.write([STATE_DIR, LAUNCHES_FILE], json.dumps(self._launches(att), indent=1).encode())
-            channel.write([STATE_DIR, "budget.json"], json.dumps(self._budget() or {}, indent=1).encode())
-            channel.write([STATE_DIR, "history.json"], json.dumps(self._attempt_state(att), indent=1).encode())
-            for sub in AGENT_STATE_ENV.values():
-                channel.ensure_dir([HOME_DIR, sub])  # a symlink planted at home/ is replaced, not followed
-
-    def _attempt_state(self, att: _Attempt) -> dict[str, Any]:
-        return {"attempt": att.number, "leg": att.legs, "sleeps_used": att.sleeps,
-                "sleeps_left": MAX_SLEEPS_PER_ATTEMPT - att.sleeps, "launch_names_used": sorted(att.names),
-                "earlier_attempts": [{"attempt": a.attempt, "verdict": a.verdict, "reason": a.reason,
-                                      "candidate_mean": a.candidate_mean, "dev_mean": a.dev_mean}
-                                     for a in att.history]}
+        """Refresh the tool and write the message and the state files `ratchet-sys` reads
+        (`queue.write_leg_state`)."""
+        history = {"attempt": att.number, "leg": att.legs, "sleeps_used": att.sleeps,
+                   "sleeps_left": MAX_SLEEPS_PER_ATTEMPT - att.sleeps, "launch_names_used": sorted(att.names),
+                   "earlier_attempts": [{"attempt": a.attempt, "verdict": a.verdict, "reason": a.reason,
+                                         "candidate_mean": a.candidate_mean, "dev_mean": a.dev_mean}
+                                        for a in att.history]}
+        write_leg_state(att.workspace, name, message, att.queue, self._launches(att), self._budget() or {}, history)
 
     def _launches(self, att: _Attempt) -> Sequence[Mapping[str, Any]]:
         """`state/launches.json`: the run's launches so far (`launches_view`), else this attempt's."""
@@ -471,68 +435,23 @@ class CommandAgent(Agent):
         return self.budget_view() if self.budget_view is not None else None
 
     def _leg_spec(self, att: _Attempt, kind: LegKind, name: str, message: str) -> tuple[JobSpec, ProgramReach]:
-        """The job that runs the CLI for one leg: its argv rendered from the template (its program
-        as found: `agent_program`), its limit, its sandbox (`leg_sandbox`); stdout and stderr each
-        capped at LEG_OUTPUT_CAP_BYTES (their end kept). Also where its program was found."""
-        cfg = self.setup.config
-        channel = att.workspace / CHANNEL_DIR
-        values = {"prompt": str(channel / name), "prompt_text": message, "workspace": str(att.workspace),
-                  "channel": str(channel)}
-        template = cfg.command
-        if kind != "start" and cfg.wake_command and att.session:
-            template, values["session"] = cfg.wake_command, att.session
-        timeout = cfg.timeout_s
-        left = self.wall_left() if self.wall_left is not None else None
-        if left is not None:
-            timeout = max(1.0, min(timeout, left))
-        argv = render_argv(template, values)
-        reach = agent_program(argv[0])
-        argv[0] = reach.exec_path
-        sandbox = leg_sandbox(reach, cfg.network, self.setup.read_only)
-        env = self._env(att)
-        if reach.user_base:
-            env["PYTHONUSERBASE"] = reach.user_base
-        spec = JobSpec(job_id=f"a{att.number:04d}-leg{att.legs:02d}", argv=tuple(argv), workdir=att.workspace,
-                       env=env, timeout_s=timeout, sandbox=sandbox, output_cap_bytes=LEG_OUTPUT_CAP_BYTES)
-        return spec, reach
+        """The job that runs the CLI for one leg (`legs.leg_job`) and where its program was found."""
+        return leg_job(self.setup.config, self.setup.read_only, self.environ, att.workspace,
+                       f"a{att.number:04d}-leg{att.legs:02d}", kind, name, message, att.session,
+                       self.wall_left() if self.wall_left is not None else None)
 
-    def _env(self, att: _Attempt) -> dict[str, str]:
-        """The agent's complete environment: allow-listed values and the `pass_env` names."""
-        channel = att.workspace / CHANNEL_DIR
-        env = {"PATH": f"{channel}:{default_path()}", "LANG": "C.UTF-8", "RATCHET_CHANNEL": str(channel),
-               "RATCHET_WORKSPACE": str(att.workspace)}
-        for var, sub in AGENT_STATE_ENV.items():
-            env[var] = str(channel / HOME_DIR / sub)  # made by _prepare_channel through the channel's fd
-        for name in self.setup.config.pass_env:
-            if name in self.environ:
-                env[name] = self.environ[name]
-        return env
-
-    def _record_leg(self, att: _Attempt, kind: LegKind, message: str, run: _LegRun,
+    def _record_leg(self, att: _Attempt, kind: LegKind, message: str, run: LegRun,
                     requests: LegRequests | None, outcome: LegOutcome, problem: str | None) -> Charge | None:
-        """Record the leg's `agent.leg` (with its command line and output as blobs); returns what it
-        was charged (None: its use is unknown)."""
-        result = run.result
-        output = read_leg_output(result) if result is not None else LegOutput()
-        stdout = output.stdout if output.stdout is not None else (result.stdout_tail.encode() if result else None)
-        report = read_cli_report(stdout) if stdout is not None else None
-        charge = leg_charge(report.tokens, report.cost_usd, self.setup.config.price) if report is not None else None
+        """Record the leg's `agent.leg` (`legs.leg_payload`) and note the session its CLI reported;
+        returns what it was charged (None: its use is unknown)."""
+        cfg = self.setup.config
+        payload, charge, report = leg_payload(att.number, att.legs, kind, message, run, requests, outcome, problem,
+                                              cfg, self.record_blob)
         if report is not None and report.session_id:
-            if att.session and kind != "start" and report.session_id != att.session and self.setup.config.wake_command:
+            if att.session and kind != "start" and report.session_id != att.session and cfg.wake_command:
                 att.notices.append(f"the CLI answered in session {report.session_id}, not {att.session}")
             att.session = report.session_id
-        self.record(AgentLeg(
-            attempt=att.number, leg=att.legs, leg_kind=kind, outcome=outcome, problem=problem,
-            message_blob=self.record_blob(message.encode("utf-8")),
-            requests_blob=self.record_blob(json.dumps(requests.to_json()).encode()) if requests else None,
-            job_id=result.job_id if result else None, state=result.state if result else None,
-            exit_code=result.exit_code if result else None,
-            elapsed_s=result.elapsed_s if result else None,
-            session_id=report.session_id if report else None, tokens=report.tokens if report else {},
-            cost_usd=report.cost_usd if report else None,
-            charged=charge.to_json() if charge is not None else UNSET,
-            **output_fields(run.argv, output, self.record_blob),
-        ))
+        self.record(payload)
         return charge
 
     # -- what the leg asked ----------------------------------------------------------------------
@@ -592,21 +511,9 @@ class CommandAgent(Agent):
         return Launch(jobs=tuple(jobs), note=att.note)
 
     def _deliver(self, att: _Attempt, results: Sequence[LaunchResult]) -> list[JobView]:
-        """Write each job's result and artifacts into `results/<launch>/<i>/`; the views for the
-        wake message. Results come in the order of the Launch's jobs."""
-        views = []
-        with Channel(att.workspace) as channel:
-            for (request, i), r in zip(att.pending, results, strict=False):
-                where = [RESULTS_DIR, request.name, str(i)]
-                summary = {"state": r.state, "exit_code": r.exit_code, "value": r.value, "elapsed_s": r.elapsed_s}
-                channel.write([*where, "result.json"], json.dumps(summary).encode())
-                channel.write([*where, "stdout.txt"], r.stdout_tail.encode("utf-8"))
-                channel.write([*where, "stderr.txt"], r.stderr_tail.encode("utf-8"))
-                collected = Path(r.artifacts_dir) if r.artifacts_dir else None
-                delivered = deliver_artifacts(channel, request.name, i, collected)
-                views.append(JobView(request.name, i, r, tuple(delivered), tuple(artifact_notes(collected)),
-                                     why=request.why, minutes=request.minutes))
-                settle(att.queue, request.name, i, r.state, r.value)
+        """Deliver the launches' results into the channel (`artifacts.deliver_results`), settle the
+        queue; the views for the wake message."""
+        views = deliver_results(att.workspace, att.pending, results, att.queue)
         if len(results) != len(att.pending):
             att.notices.append(f"{len(att.pending)} jobs were launched but {len(results)} results came back")
         return views

@@ -1,4 +1,6 @@
-"""What `ratchet-sys queue` and `ratchet-sys launches` show, and the watcher keeping the queue fresh.
+"""The channel's state files, written before each leg (`write_leg_state`: the tool, the message,
+`state/queue.json`, `launches.json`, `budget.json`, `history.json`, the CLI's home folders), and
+what `ratchet-sys queue` and `ratchet-sys launches` show, with the watcher keeping the queue fresh.
 
 - `state/queue.json`: every job of the attempt's launches, in launch order (`QueuedJob.to_json`:
   launch, index, command, why, state, value); written before each leg and, while the leg runs, every
@@ -16,16 +18,21 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ratchet.agents.command.channel import Channel, ChannelError
+from ratchet.agents.command.legs import AGENT_STATE_ENV, HOME_DIR
+from ratchet.agents.command.limits import TOOL_NAME
 
 STATE_DIR = "state"
 QUEUE_FILE = "queue.json"
 LAUNCHES_FILE = "launches.json"
+
+TOOL_SOURCE = Path(__file__).with_name("tool.py")
+"""The `ratchet-sys` program copied into the channel before each leg."""
 
 QUEUE_REFRESH_S = 3.0
 """Seconds between two writes of `state/queue.json` while a leg runs."""
@@ -154,3 +161,21 @@ class QueueWatcher:
             except (ChannelError, OSError):
                 continue
             self.writes += 1
+
+
+def write_leg_state(workspace: Path, message_file: str, message: str, queue: Sequence[QueuedJob],
+                    launches: Sequence[Mapping[str, Any]], budget: Mapping[str, Any],
+                    history: Mapping[str, Any]) -> None:
+    """Before a leg: copy the tool (TOOL_NAME), write the leg's message as `<channel>/<message_file>`,
+    the state files `ratchet-sys` reads (the queue, the run's launches, the budget's standing, the
+    attempt's `history`), and make the CLI's home folders (a symlink planted at `home/` is replaced,
+    not followed). Raises ChannelError when the channel is refused."""
+    with Channel(workspace) as channel:
+        channel.write([TOOL_NAME], TOOL_SOURCE.read_bytes(), mode=0o755)
+        channel.write([message_file], message.encode("utf-8"))
+        channel.write([STATE_DIR, QUEUE_FILE], queue_json(queue))
+        channel.write([STATE_DIR, LAUNCHES_FILE], json.dumps(list(launches), indent=1).encode())
+        channel.write([STATE_DIR, "budget.json"], json.dumps(dict(budget), indent=1).encode())
+        channel.write([STATE_DIR, "history.json"], json.dumps(dict(history), indent=1).encode())
+        for sub in AGENT_STATE_ENV.values():
+            channel.ensure_dir([HOME_DIR, sub])
