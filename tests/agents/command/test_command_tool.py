@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ratchet.agents import base as agents_base
-from ratchet.agents.command import agent as command_agent
 from ratchet.agents.command import limits, requests
+from ratchet.agents.command import queue as command_queue
 from ratchet.agents.command.channel import Channel
 from ratchet.agents.command.queue import TOOL_SOURCE
 from ratchet.agents.command.requests import read_leg
@@ -95,9 +95,9 @@ def _load_tool(source: str, where: Path) -> types.ModuleType:
 
 def _mirror_mismatches(tool: types.ModuleType) -> list[str]:
     """Each upper-case constant of the tool (except TOOL_OWN) against the kernel's constant of the
-    same name in `limits`, `agents.base`, `requests` or `agent`: one line per copy that differs or has
+    same name in `limits`, `agents.base`, `requests` or `queue`: one line per copy that differs or has
     no original."""
-    originals = [limits, agents_base, requests, command_agent]
+    originals = [limits, agents_base, requests, command_queue]
     found = []
     for name in sorted(n for n in vars(tool) if n.isupper() and n not in TOOL_OWN):
         home = next((m for m in originals if hasattr(m, name)), None)
