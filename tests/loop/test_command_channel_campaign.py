@@ -55,8 +55,9 @@ def checkpoint_project(root: Path) -> Path:
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "baseline")
+    # max_submits = 1: each attempt is a fresh session (its bot counts its legs from step.txt)
     set_contract(root, replace={'command = "python3 agent/bot.py {prompt}"':
-                                'command = "python3 agent/checkpoint_bot.py"'})
+                                'command = "python3 agent/checkpoint_bot.py"\nmax_submits = 1'})
     return root
 
 
