@@ -205,14 +205,24 @@ def run(
 
 
 def _render_run(r: dict[str, Any]) -> None:
-    from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+    from rich.markup import escape
+
+    from ratchet.present.render import fmt_interval, fmt_num, fmt_p, means_text, params_text
 
     out().print(f"run [bold]{r['run_id']}[/] stopped: [bold]{r['stop_reason']}[/]"
               + (f" ({r['budget']})" if r.get("budget") else ""))
     h = r.get("holdout")
     if h:
+        means = means_text(h.get("baseline_mean"), h.get("champion_mean"), ("baseline", "champion"))
         out().print(f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
-                  f"[bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])} p {fmt_p(h['p_value'])}")
+                  f"gain [bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])}"
+                  + (f" ({means})" if means else "") + f" p {fmt_p(h['p_value'])}")
+    c, b = r.get("champion") or {}, r.get("baseline") or {}
+    if c.get("mean") is not None or b.get("mean") is not None:
+        out().print(f"champion: {'attempt ' + str(c['attempt']) if c.get('attempt') else 'baseline'}, mean "
+                    f"{fmt_num(c.get('mean'))} as last measured (baseline mean {fmt_num(b.get('mean'))})")
+    if r.get("champion", {}).get("params"):
+        out().print(f"best parameters: {escape(params_text(r['champion']['params']))}")
     else:
         out().print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
                   if not r["promotions"] else f"promotions: {r['promotions']}")

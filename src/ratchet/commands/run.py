@@ -47,7 +47,7 @@ def load_examples_data(loaded: LoadedContract) -> ExampleData | None:
 def run_project(directory: Path, resume: str | None, ui: CampaignUI, allow_concurrent: bool = False
                 ) -> dict[str, Any]:
     """`ratchet run [DIR] [--resume RUN_ID] [--allow-concurrent]`: returns {run_id, stop_reason,
-    budget, promotions, champion, holdout, report} (and `_exit_code` 130 when interrupted). Raises
+    budget, promotions, baseline, champion, holdout, report} (and `_exit_code` 130 when interrupted). Raises
     DataError `run.concurrent` while another run of the project is in progress (see
     `ledger.project_lock.sole_run`) unless `allow_concurrent`."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # before the kernel's handler: as Ctrl-C
@@ -86,6 +86,7 @@ def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:
         "stop_reason": reason,
         "budget": budget,
         "promotions": status["promotions"],
+        "baseline": status["baseline"],
         "champion": status["champion"],
         "holdout": status["holdout"],
         "report": str(report),

@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ratchet.core.payloads import TrialJudged
+from ratchet.core.payloads import TrialJudged, given
 from ratchet.core.state import RunState
-from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p, means_text
 
 
 class CampaignUI(Protocol):
@@ -38,12 +38,18 @@ REASON_INDENT = "    "
 
 
 def _judged_line(attempt: int, stage: str, d: TrialJudged) -> str:
+    """`attempt 3 trial: accepted (significant_gain) estimate 2.79 (champion -8.9 -> candidate -6.1)
+    bound ...`: the paired gain, then each side's raw mean (the holdout's sides: baseline and
+    champion), the bound, the interval, p and the level the stage was tested at."""
     who = "holdout" if stage == "holdout" else f"attempt {attempt} {stage}"
     kind = P_KIND_LABELS.get(d.p_value_kind or "", "")
     bound = f" bound {fmt_num(d.bound)}" if d.bound is not None else ""
-    return (f"{who}: {d.verdict} ({d.reason}) estimate {fmt_num(d.estimate)}{bound} "
+    names = ("baseline", "champion") if stage == "holdout" else ("champion", "candidate")
+    means = means_text(given(d.champion_mean), given(d.candidate_mean), names)
+    return (f"{who}: {d.verdict} ({d.reason}) estimate {fmt_num(d.estimate)}"
+            + (f" ({means})" if means else "") + f"{bound} "
             f"(95% {fmt_interval(d.interval)}, descriptive) p {fmt_p(d.p_value)}{kind} "
-            f"level {fmt_p(d.level)} units {d.units}")
+            f"level {fmt_level(d.level, d.p_value)} units {d.units}")
 
 
 P_KIND_LABELS = {"exact": " (exact)", "bound": " (bound)", "monte_carlo": " (Monte Carlo)"}

@@ -78,6 +78,14 @@ def fmt_p(p: float | None) -> str:
     return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
 
+def fmt_level(level: float | None, p_value: float | None = 0.0) -> str:
+    """A trial's level (the significance level its test ran at): `-` when no test ran (`p_value`
+    None: decided without jobs) or no level was granted (0), else 3 significant digits."""
+    if level is None or level == 0 or p_value is None:
+        return "-"
+    return fmt_p(level)
+
+
 def look_stops_text(looks: list[int], stops: list[str]) -> str:
     """`8: futility only, 16: efficacy, 32: efficacy`: what each look (its units) can stop for."""
     return ", ".join(f"{n}: {stop}" for n, stop in zip(looks, stops, strict=True))
@@ -232,15 +240,32 @@ def state_text(r: dict[str, Any]) -> str:
     return f"{r['state']} ({reason}" + (f": {r['stop_budget']}" if r.get("stop_budget") else "") + ")"
 
 
+def means_text(before: float | None, after: float | None, names: tuple[str, str] = ("champion", "candidate")
+               ) -> str:
+    """`champion 0.812 -> candidate 0.867`: two raw means (metric units) next to a gain; "" when
+    neither was measured."""
+    if before is None and after is None:
+        return ""
+    return f"{names[0]} {fmt_num(before)} -> {names[1]} {fmt_num(after)}"
+
+
+def params_text(params: Mapping[str, Any] | None) -> str:
+    """`C=0.5, depth=4`: a search agent's parameters in their recorded order, "" for None."""
+    if not params:
+        return ""
+    return ", ".join(f"{k}={fmt_num(v) if isinstance(v, float) else v}" for k, v in params.items())
+
+
 def holdout_text(h: dict[str, Any] | None, promotions: int) -> str:
     """The holdout line of `status`: the final champion against the baseline on units no
-    decision used, or why there is none."""
+    decision used (the gain, then both raw means), or why there is none."""
     if h is None:
         return ("holdout: none (nothing was promoted: the champion is the baseline)" if not promotions
                 else "holdout: not measured yet (it runs when the run stops)")
+    means = means_text(h.get("baseline_mean"), h.get("champion_mean"), ("baseline", "champion"))
     return (f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
-            f"{h.get('verdict') or '-'}, estimate {fmt_num(h['estimate'])} {fmt_interval(h['interval'])}, "
-            f"p {fmt_p(h['p_value'])}")
+            f"{h.get('verdict') or '-'}, gain {fmt_num(h['estimate'])} {fmt_interval(h['interval'])}"
+            + (f" ({means})" if means else "") + f", p {fmt_p(h['p_value'])}")
 
 
 def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
@@ -249,18 +274,25 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
     out.print(f"run [bold]{escape(str(r['run_id']))}[/]: {escape(state_text(r))}")
     if r.get("stop_detail"):
         out.print(f"  {escape(r['stop_detail'])}")
-    c = r["champion"]
+    c, b = r["champion"], r["baseline"]
+    out.print(f"baseline: commit {str(b['commit'])[:10]} mean {fmt_num(b.get('mean'))}")
     out.print(f"champion: {('attempt ' + str(c['attempt'])) if c['attempt'] else 'baseline'} "
-              f"commit {str(c['commit'])[:10]} estimate {fmt_num(c['estimate'])}; promotions {r['promotions']}")
+              f"commit {str(c['commit'])[:10]} mean {fmt_num(c.get('mean'))}"
+              + (f" (gain at promotion {fmt_num(c['estimate'])})" if c["attempt"] else "")
+              + f"; promotions {r['promotions']}")
+    if c.get("params"):
+        out.print(f"best parameters: {escape(params_text(c['params']))}")
     out.print(escape(holdout_text(r.get("holdout"), r["promotions"])))
     used, limits = r["budget"]["used"], r["budget"]["limits"]
     out.print(f"budget: attempts {used['attempts']}/{limits.get('max_attempts')}, job-units {used['evaluations']}, "
               f"cpu h {used['cpu_hours']:.3f}, wall {used['wall_s']:.0f}s")
-    table = Table("#", "summary", "verdict", "reason", "estimate", "interval", "p", "units")
+    table = Table("#", "summary", "verdict", "reason", "gain", "interval", "champion mean", "candidate mean",
+                  "p", "level", "units")
     for a in r["attempts"]:
         table.add_row(str(a["attempt"]), escape((a.get("summary") or "")[:40]), str(a["verdict"] or "-"),
                       escape(str(a["reason"] or "-")), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
-                      fmt_p(a["p_value"]), str(a["units"] or "-"))
+                      fmt_num(a.get("champion_mean")), fmt_num(a.get("candidate_mean")),
+                      fmt_p(a["p_value"]), fmt_level(a.get("level"), a["p_value"]), str(a["units"] or "-"))
     out.print(table)
     for w in r.get("warnings", []):
         err.print(f"[yellow]warning[/]: {escape(w)}")

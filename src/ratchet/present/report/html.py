@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_level, fmt_num, fmt_p
 from ratchet.present.report import text
 from ratchet.present.report.data import AttemptDetail, ReportData
 from ratchet.present.report.legs import leg_heading, request_lines, stream_heading
@@ -82,7 +82,9 @@ def render_html(data: ReportData) -> str:
 
 def _headline(data: ReportData) -> str:
     paragraphs = text.headline(data.status, data.target)
-    return f'<p class="headline">{inline(paragraphs[0])}</p>' + "".join(f"<p>{inline(p)}</p>" for p in paragraphs[1:])
+    extras = [p for p in (text.champion_means(data.status, data.target), text.best_params(data.status)) if p]
+    return (f'<p class="headline">{inline(paragraphs[0])}</p>'
+            + "".join(f"<p>{inline(p)}</p>" for p in paragraphs[1:] + extras))
 
 
 def _verdict(verdict: str | None) -> str:
@@ -118,30 +120,35 @@ def _figure(svg: str, caption: str) -> str:
 def _champion(data: ReportData) -> str:
     status = data.status
     svg = figure_svg(champion_figure(status["attempts"], data.promotions, status["holdout"]), "champion")
-    rows = [["0", "baseline", f"<code>{esc(str(status['baseline']['commit'] or '-')[:10])}</code>", "-", "-"]]
+    rows = [["0", "baseline", f"<code>{esc(str(status['baseline']['commit'] or '-')[:10])}</code>", "-", "-",
+             esc(fmt_num(status["baseline"].get("mean")))]]
     for i, p in enumerate(data.promotions, start=1):
         rows.append([str(i), esc(p.attempt), f"<code>{esc(p.commit[:10])}</code>",
-                     esc(fmt_num(p.estimate)), esc(fmt_interval(p.interval))])
+                     esc(fmt_num(p.estimate)), esc(fmt_interval(p.interval)), esc(fmt_num(p.mean))])
     headers = [("promotion", True), ("attempt", True), ("commit", False), ("gain at promotion", True),
-               ("95% interval", True)]
+               ("95% interval", True), ("mean", True)]
     note = ('<p class="note">Each step is a promotion; its gain is the confirmation\'s estimate where '
-            "confirmation ran. The diamond is the holdout: the final champion against the baseline.</p>")
+            "confirmation ran. The diamond is the holdout: the final champion against the baseline. The mean "
+            "is the champion's own raw mean when it was promoted (the baseline's: the preflight's).</p>")
     return _figure(svg, "Cumulative confirmed gain over attempts, with each promotion's interval") + note + _table(
         headers, rows)
 
 
-_ATTEMPT_HEADERS = [("#", True), ("summary", False), ("verdict", False), ("effect", True), ("95% interval", True),
-                    ("p", True), ("level", True), ("units", True), ("reason", False)]
+_ATTEMPT_HEADERS = [("#", True), ("summary", False), ("verdict", False), ("gain", True), ("95% interval", True),
+                    ("champion mean", True), ("candidate mean", True), ("p", True), ("level", True),
+                    ("units", True), ("reason", False)]
 
 
 def _attempt_row(a: Mapping[str, Any]) -> list[str]:
     reason = a.get("reason_text") or a.get("reason") or ""
     c = a.get("confirm")
     if c:
-        reason += f" Confirmation: {c['verdict']}, {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}."
+        reason += " " + text.confirmation(c)
     return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(a["attempt"])}</a>', esc(a.get("summary") or ""),
             _verdict(a.get("verdict")), esc(fmt_num(a.get("estimate"))), esc(fmt_interval(a.get("interval"))),
-            esc(fmt_p(a.get("p_value"))), esc(fmt_p(a.get("level"))), esc(a.get("units") or "-"), esc(reason)]
+            esc(fmt_num(a.get("champion_mean"))), esc(fmt_num(a.get("candidate_mean"))),
+            esc(fmt_p(a.get("p_value"))), esc(fmt_level(a.get("level"), a.get("p_value"))),
+            esc(a.get("units") or "-"), esc(reason)]
 
 
 def _attempts(attempts: Sequence[Mapping[str, Any]]) -> str:

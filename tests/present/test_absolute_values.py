@@ -1,0 +1,73 @@
+"""Absolute values next to every gain: the baseline's, the champion's and each candidate's raw means
+in `status` (text and `--json`), the reports and the end of `ratchet run`, and the champion's
+parameters for a search run. Checked against the ledger's own records and the champion commit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from helpers import events, ratchet
+from repo_fixture import git
+
+
+def _judged(root: Path, run_id: str, stage: str) -> dict[int, dict]:
+    return {e["data"]["attempt"]: e["data"] for e in events(root, run_id)
+            if e["kind"] == "trial.judged" and e["data"]["stage"] == stage}
+
+
+def test_status_shows_each_sides_mean_next_to_each_gain(finished_run):
+    root, run_id = finished_run
+    code, out, err = ratchet("status", run_id, "--dir", str(root))
+    assert code == 0, err
+    r = out["result"]
+    trials, confirms = _judged(root, run_id, "trial"), _judged(root, run_id, "confirm")
+    measured = [a for a in r["attempts"] if a["estimate"] is not None]
+    assert measured, "the fixture run measured no attempt"
+    for a in measured:
+        d = trials[a["attempt"]]
+        assert (a["champion_mean"], a["candidate_mean"]) == (d["champion_mean"], d["candidate_mean"])
+        # the bench maximizes: a paired gain over the same units is the difference of the two means
+        assert a["candidate_mean"] - a["champion_mean"] == pytest.approx(a["estimate"], abs=1e-9)
+        if a["confirm"]:
+            c = confirms[a["attempt"]]
+            assert (a["confirm"]["champion_mean"], a["confirm"]["candidate_mean"]) == (
+                c["champion_mean"], c["candidate_mean"])
+    preflight = [e["data"]["value"] for e in events(root, run_id)
+                 if e["kind"] == "job.finished" and e["data"]["stage"] == "preflight"]
+    assert r["baseline"]["mean"] == pytest.approx(sum(preflight) / len(preflight))
+    holdout = _judged(root, run_id, "holdout")
+    assert len(holdout) == 1, "the fixture run promoted and measured its holdout"
+    h = next(iter(holdout.values()))
+    assert (r["holdout"]["baseline_mean"], r["holdout"]["champion_mean"]) == (h["champion_mean"], h["candidate_mean"])
+
+
+def test_the_champions_parameters_are_those_of_its_commit(finished_run):
+    root, run_id = finished_run
+    code, out, err = ratchet("status", run_id, "--dir", str(root))
+    assert code == 0, err
+    champion = out["result"]["champion"]
+    assert champion["attempt"] is not None, "the fixture run promoted nothing"
+    in_tree = tomllib.loads(git(root, "show", f"{champion['commit']}:params.toml"))
+    assert champion["params"] == pytest.approx({"x": in_tree["x"]})
+    text = subprocess.run([sys.executable, "-m", "ratchet", "status", run_id, "--dir", str(root)],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"}, check=True).stdout
+    assert f"best parameters: x={in_tree['x']:.4g}" in text
+    assert "champion mean" in text and "candidate mean" in text
+
+
+def test_report_md_shows_the_means_and_the_best_parameters(finished_run):
+    root, run_id = finished_run
+    code, out, err = ratchet("report", run_id, "--dir", str(root))
+    assert code == 0, err
+    report = (root / ".ratchet" / "runs" / run_id / "report.md").read_text()
+    h = next(iter(_judged(root, run_id, "holdout").values()))
+    assert f"from baseline {h['champion_mean']:.4g} to champion {h['candidate_mean']:.4g}" in report
+    assert "| champion mean | candidate mean |" in report
+    assert "Best parameters (the champion's, attempt" in report
+    first = _judged(root, run_id, "trial")[1]
+    assert f"| {first['champion_mean']:.4g} | {first['candidate_mean']:.4g} |" in report
