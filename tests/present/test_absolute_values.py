@@ -71,3 +71,24 @@ def test_report_md_shows_the_means_and_the_best_parameters(finished_run):
     assert "Best parameters (the champion's, attempt" in report
     first = _judged(root, run_id, "trial")[1]
     assert f"| {first['champion_mean']:.4g} | {first['candidate_mean']:.4g} |" in report
+
+
+def test_check_and_verdicts_name_the_share_of_alpha_and_the_level_the_same_way(finished_run):
+    root, run_id = finished_run
+    alpha, attempts = 0.05, 6  # the fixture's gate.alpha and budget.max_attempts (conftest SMALL_RUN)
+    share_1 = alpha / sum(1.0 / t for t in range(1, attempts + 1))  # harmonic weight of attempt 1
+    code, out, err = ratchet("check", str(root))
+    assert code == 0, err
+    row = out["result"]["gate"]["levels"][0]
+    assert row["level"] == pytest.approx(share_1 ** 0.5) and row["confirm_level"] == pytest.approx(share_1 ** 0.5)
+    recorded = _judged(root, run_id, "trial")[1]["level"]
+    assert recorded == pytest.approx(row["level"]), "a verdict's level is the level check prints"
+    text = subprocess.run([sys.executable, "-m", "ratchet", "check", str(root)], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "250"}, check=True).stdout
+    header = next(line for line in text.splitlines() if "share of alpha" in line and "level" in line and "┃" in line)
+    first = next(line for line in text.splitlines() if line.startswith("│ 1 "))
+    cells = [c.strip() for c in first.strip("│ ").split("│")]
+    names = [c.strip() for c in header.strip("┃ ").split("┃")]
+    assert float(cells[names.index("share of alpha")]) == pytest.approx(share_1, rel=1e-2)
+    assert float(cells[names.index("level")]) == pytest.approx(share_1 ** 0.5, rel=1e-2)
+    assert f"one test at its share of alpha, {share_1:.3g}" in text

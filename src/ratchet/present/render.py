@@ -140,15 +140,18 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     out.print(f"           what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
               f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
               f"frequencies above {u['ruled_out_95']:.3f} at 95%")
-    table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)",
-                  "each look can stop for", "reachable")
     rows = g["levels"]
+    confirmed = any(row.get("confirm_level", 1.0) < 1.0 for row in rows)
+    out.print("           " + escape(LEVEL_WORDS_CONFIRMED if confirmed else LEVEL_WORDS))
+    table = Table("trial", "share of alpha", "level", "first-look increment", "last-look increment",
+                  "min p (first look)", "each look can stop for", "reachable")
     shown = rows if len(rows) <= 6 else rows[:3] + rows[-3:]
     for row in shown:
         incs = row["increments"]
         table.add_row(
-            str(row["trial"]), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]), fmt_p(row["min_p_first"]),
-            look_stops_text(g["looks"], row["stops"]), "yes" if row["reachable"] else "[red]no[/]",
+            str(row["trial"]), fmt_p(alpha_share(row)), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]),
+            fmt_p(row["min_p_first"]), look_stops_text(g["looks"], row["stops"]),
+            "yes" if row["reachable"] else "[red]no[/]",
         )
     out.print(table)
     b = r["budget"]
@@ -180,6 +183,21 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         out.print(f"[yellow]warning[/]: {warning}")
     if not r["unsupported"]:
         out.print("[green]contract OK[/]")
+
+
+LEVEL_WORDS = ("share of alpha: the part of gate.alpha an attempt may spend; level: the significance level "
+               "its trial is tested at (here the same), spent over the looks in increments")
+LEVEL_WORDS_CONFIRMED = (
+    "share of alpha: the part of gate.alpha an attempt may spend; level: the significance level its trial "
+    "and its confirmation are each tested at (share = trial level x confirmation level, so a level may "
+    "exceed alpha), spent over the looks in increments")
+"""The two words `ratchet check` uses for levels, said once above its table (docs/gate.md, "Words")."""
+
+
+def alpha_share(row: Mapping[str, Any]) -> float:
+    """An attempt's share of alpha from its row of `ratchet check`'s level schedule: its trial's
+    level times its confirmation's (`confirm_level`, 1.0 without confirmation)."""
+    return float(row["level"]) * float(row.get("confirm_level", 1.0))
 
 
 def agent_program_lines(agent: Mapping[str, Any]) -> list[str]:
@@ -223,8 +241,11 @@ def detectable_lines(d: Mapping[str, Any]) -> list[str]:
 
 
 def _level_line(level: Mapping[str, Any], unit: str) -> str:
+    """One trial's detectable gains. `level["level"]` is the attempt's share of alpha (one test at
+    it: core.stats.calibration.level_effects), so it is named so."""
     looks = " / ".join(str(look["units"]) for look in level["looks"])
-    return f"  trial {level['trial']} (level {fmt_p(level['level'])}): {_per_look(level)}{unit} at looks {looks}"
+    return (f"  trial {level['trial']} (one test at its share of alpha, {fmt_p(level['level'])}): "
+            f"{_per_look(level)}{unit} at looks {looks}")
 
 
 def _per_look(level: Mapping[str, Any]) -> str:

@@ -99,19 +99,20 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: in
     (looks, confirmation) for benchmarks or the reuse of val for examples."""
     if gate["multiplicity"] == "campaign":
         rule = (
-            "Multiplicity `campaign`: attempt t gets level alpha * w_t (front-loaded weights summing to 1 over "
-            "budget.max_attempts), plus the level of the attempt before it when that one was promoted or "
-            "decided without jobs (online fallback, Tian & Ramdas 2021: valid however the agents adapt, as "
-            "levels depend only on the past). With confirmation the attempt's level is split between its "
-            "trial and its confirmation on fresh units (their product stays within it). So the probability "
-            "that this run promoted any candidate whose true gain over the champion it faced is at most the "
-            "margin is at most alpha, provided each trial's test is valid for that candidate's differences: "
-            "see the test's guarantee below."
+            "Multiplicity `campaign`: attempt t gets a share of alpha, alpha * w_t (front-loaded weights summing "
+            "to 1 over budget.max_attempts), plus the share of the attempt before it when that one was promoted "
+            "or decided without jobs (online fallback, Tian & Ramdas 2021: valid however the agents adapt, as "
+            "shares depend only on the past). With confirmation the trial and its confirmation on fresh units "
+            "are each tested at the level share^(1/2), so both pass a null with probability at most the share "
+            "(a level can therefore exceed alpha); without it the trial's level is the share. So the "
+            "probability that this run promoted any candidate whose true gain over the champion it faced is at "
+            "most the margin is at most alpha, provided each trial's test is valid for that candidate's "
+            "differences: see the test's guarantee below."
         )
     else:
         rule = (
-            "Multiplicity `trial`: every trial is tested at alpha. False promotions accumulate over a long "
-            "run: with many attempts, some promotion is likely to be noise."
+            "Multiplicity `trial`: every attempt's share of alpha is alpha itself. False promotions accumulate "
+            "over a long run: with many attempts, some promotion is likely to be noise."
         )
     test = (gate.get("test") or "guarded_sign_flip") if target.get("kind") != "examples" else "binary"
     from ratchet.core.stats.guarantee import guarantee as test_guarantee
@@ -128,8 +129,8 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: in
             "the selecting trial, which are biased upward; the test split, measured once at the end, is "
             "the honest number."
         )]
-    looks = ("Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
-             "efficacy or futility. ")
+    looks = ("Within a trial the level is spent across the looks in increments (alpha spending); a trial stops "
+             "early for efficacy or futility. ")
     if gate.get("confirm"):
         return [rule, looks + (
             "Accepted candidates were re-measured on fresh units before promotion (confirmation), and the "
@@ -189,8 +190,8 @@ def split_gaps(splits: Mapping[str, Any]) -> str:
 ATTEMPTS_NOTE = (
     "Gain: the candidate's paired gain over the champion of its time (direction-normalized: positive is "
     "better). Champion mean and candidate mean: each side's raw mean over the trial's units, in metric "
-    "units. Level: the significance level the trial was tested at (see the gate below); `-` where no "
-    "test ran."
+    "units. Level: the significance level the trial was tested at (with confirmation, the square root "
+    "of the attempt's share of alpha: see the gate below); `-` where no test ran."
 )
 
 
