@@ -217,15 +217,15 @@ def _render_run(r: dict[str, Any]) -> None:
         out().print(f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
                   f"gain [bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])}"
                   + (f" ({means})" if means else "") + f" p {fmt_p(h['p_value'])}")
+    else:
+        out().print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
+                  if not r["promotions"] else f"promotions: {r['promotions']}")
     c, b = r.get("champion") or {}, r.get("baseline") or {}
     if c.get("mean") is not None or b.get("mean") is not None:
         out().print(f"champion: {'attempt ' + str(c['attempt']) if c.get('attempt') else 'baseline'}, mean "
                     f"{fmt_num(c.get('mean'))} as last measured (baseline mean {fmt_num(b.get('mean'))})")
-    if r.get("champion", {}).get("params"):
-        out().print(f"best parameters: {escape(params_text(r['champion']['params']))}")
-    else:
-        out().print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
-                  if not r["promotions"] else f"promotions: {r['promotions']}")
+    if c.get("params"):
+        out().print(f"best parameters: {escape(params_text(c['params']))}")
     if r.get("branch"):
         out().print(f"champion branch: {r['branch']}")
     if r.get("resume"):

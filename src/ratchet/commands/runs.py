@@ -16,7 +16,7 @@ from typing import Any
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.events import line_payload
-from ratchet.core.payloads import ChampionPromoted, RunStarted, RunStopped, TrialJudged, given
+from ratchet.core.payloads import ChampionPromoted, JobFinished, RunStarted, RunStopped, TrialJudged, given
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.files import write_exclusive
@@ -151,6 +151,7 @@ def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]
         "campaign": contract.campaign.name,
         "gate": contract.gate.model_dump(),
         "target": contract.target.model_dump(),
+        "agent": contract.agent.model_dump(),
         "promotions": [p for e in events if isinstance(p := e.payload, ChampionPromoted)],
         "splits": given(holdout[-1].splits) if holdout else None,
         "skew_warnings": skew_warnings([{"attempt": p.attempt, "stage": p.stage, "verdict": p.verdict,
@@ -194,14 +195,19 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
 def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
     """(Re-)render `report.html` for `run` from its ledger, its blobs (each attempt's report) and
     git (each attempt's diff against the champion it was measured against); returns its path."""
+    from ratchet.commands.report_extras import example_rows, search_space
     from ratchet.present.report.html import render_html
 
     r = _report_inputs(run, state)
+    examples = r["target"].get("examples")
     data = ReportData(
         status=r["status"], campaign=r["campaign"], gate=r["gate"], target=r["target"],
         promotions=r["promotions"], splits=r["splits"], timeline=budget_timeline(r["events"]),
         details=_attempt_details(run, r["state"], r["promotions"], r["events"]), events=len(r["events"]),
-        warnings=r["skew_warnings"],
+        warnings=r["skew_warnings"], search_space=search_space(r["agent"]),
+        examples=example_rows(run, run.project_root / examples, (e.payload for e in r["events"]
+                                                                 if isinstance(e.payload, JobFinished)))
+        if examples else (),
     )
     path = run.root / HTML_REPORT_NAME
     path.write_text(render_html(data), encoding="utf-8")

@@ -94,6 +94,15 @@ def gate_settings(gate: Mapping[str, Any]) -> str:
     )
 
 
+def promise(gate: Mapping[str, Any]) -> str:
+    """The gate's promise in one sentence (the contract's gate section as a dict)."""
+    if gate["multiplicity"] == "campaign":
+        return ("Promise: the probability that this run promoted any candidate no better than the margin is at "
+                "most alpha, however the agents adapt (when each trial's test is valid for that candidate).")
+    return ("Promise: each attempt promotes a candidate no better than the margin with probability at most "
+            "alpha; over many attempts, false promotions add up.")
+
+
 def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | None = None) -> list[str]:
     """What the gate guarantees, as paragraphs: the multiplicity rule, then the within-trial rule
     (looks, confirmation) for benchmarks or the reuse of val for examples."""
