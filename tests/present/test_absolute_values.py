@@ -92,3 +92,25 @@ def test_check_and_verdicts_name_the_share_of_alpha_and_the_level_the_same_way(f
     assert float(cells[names.index("share of alpha")]) == pytest.approx(share_1, rel=1e-2)
     assert float(cells[names.index("level")]) == pytest.approx(share_1 ** 0.5, rel=1e-2)
     assert f"one test at its share of alpha, {share_1:.3g}" in text
+
+
+def test_the_end_of_a_run_says_both_means_and_the_best_parameters(tmp_path: Path, small_run: str):
+    from helpers import set_contract
+    from repo_fixture import make_bench_repo
+
+    root = make_bench_repo(tmp_path / "repo")
+    set_contract(root, append=small_run.replace("max_attempts = 6", "max_attempts = 4"))
+    proc = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root)], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "250"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    code, out, err = ratchet("status", "--dir", str(root))
+    assert code == 0, err
+    r = out["result"]
+    b, c = r["baseline"]["mean"], r["champion"]["mean"]
+    who = f"attempt {r['champion']['attempt']}" if r["champion"]["attempt"] else "baseline"
+    assert f"champion: {who}, mean {c:.4g} as last measured (baseline mean {b:.4g})" in proc.stdout, proc.stdout
+    if r["champion"]["params"]:
+        assert f"best parameters: x={r['champion']['params']['x']:.4g}" in proc.stdout
+    first = _judged(root, r["run_id"], "trial")[1]
+    assert (f"attempt 1 trial: {first['verdict']} ({first['reason']}) estimate {first['estimate']:.4g} "
+            f"(champion {first['champion_mean']:.4g} -> candidate {first['candidate_mean']:.4g})") in proc.stderr

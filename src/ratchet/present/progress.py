@@ -85,8 +85,10 @@ def _attempt_line(attempt: int, max_attempts: int, state: RunState) -> str:
     used = state.budget_used
     champ = state.champion
     who = "baseline" if champ.attempt is None else f"attempt {champ.attempt}"
+    mean = f"mean {fmt_num(state.champion_mean)}" if state.champion_mean is not None else ""
+    gain = f"+{fmt_num(champ.estimate)} {fmt_interval(champ.interval)}" if champ.estimate is not None else ""
     return (f"attempt {attempt}/{max_attempts} | champion: {who}"
-            + (f" (+{fmt_num(champ.estimate)} {fmt_interval(champ.interval)})" if champ.estimate is not None else "")
+            + (f" ({', '.join(part for part in (mean, gain) if part)})" if mean or gain else "")
             + f" | promotions {state.promotions} | job-units {used.evaluations} | wall {used.wall_s:.0f}s")
 
 
