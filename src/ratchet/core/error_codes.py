@@ -244,9 +244,12 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                       "it must print a JSON line with the metric"),
     "preflight.sandbox_only": _bad_input("the baseline measures outside the sandbox but not inside it: widen "
                                          'sandbox.read_only or sandbox.network, or set sandbox.mode = "none"'),
+    # project.*: the project directory a command is given
+    "project.no_dir": _bad_input("the project directory (DIR or --dir) does not exist or is not a directory: give "
+                                 "the directory holding ratchet.toml"),
     # run.*: which run a command acts on
-    "run.bad_id": _bad_input("the argument is not a run id (like 20261130-063650-ab12): `ratchet status` lists "
-                             "the runs"),
+    "run.bad_id": _bad_input("the argument is not a run id (like 20261130-063650-ab12), or is a project directory "
+                             "given where the run id goes: `ratchet runs --dir DIR` lists the runs"),
     "run.concurrent": _bad_input("another ratchet process is running in this project and would skew timings: "
                                  "wait, stop it, or pass --allow-concurrent"),
     "run.finished": _bad_input("the run already stopped, so there is nothing to resume or abandon: start a new run"),
@@ -256,8 +259,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "run.is_calibrate": _bad_input("the run is a `ratchet calibrate`, which does not resume: run it again"),
     "run.old_rules": _bad_input("the run was judged by older gate rules than this build's: start a new run; "
                                 "status, report and verify still read it"),
-    "run.not_found": _bad_input("no run with that id, or no run at all, in the project: `ratchet status` lists "
-                                "the runs"),
+    "run.not_found": _bad_input("no run with that id, or no run at all, in the project (or none appeared while "
+                                "`ratchet watch` waited): `ratchet runs --dir DIR` lists the runs"),
     "run.not_started": _bad_input("the run stopped before run.started was recorded and measured nothing: start a "
                                   "new run"),
     # sandbox.*

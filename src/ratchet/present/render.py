@@ -264,3 +264,27 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
     out.print(table)
     for w in r.get("warnings", []):
         err.print(f"[yellow]warning[/]: {escape(w)}")
+
+
+_RUN_STATE_STYLE = {"running": "green", "stopped": "blue", "interrupted": "yellow", "unreadable": "red"}
+
+
+def render_runs(out: Console, r: dict[str, Any]) -> None:
+    """`ratchet runs` for people: one table row per run, oldest first, and how to see one."""
+    if not r["runs"]:
+        out.print(f"no runs in {escape(r['project'])} yet: `ratchet run` starts one")
+        return
+    table = Table("run", "mode", "state", "stop reason", "promotions", "attempts", "started (UTC)")
+    for row in r["runs"]:
+        state = str(row["state"])
+        table.add_row(escape(row["run_id"]), escape(str(row["mode"] or "-")),
+                      f"[{_RUN_STATE_STYLE.get(state, 'dim')}]{escape(state)}[/]",
+                      escape(str(row["stop_reason"] or "-")), str(row["promotions"] if row["promotions"] is not None
+                                                                  else "-"),
+                      str(row["attempts"] if row["attempts"] is not None else "-"),
+                      escape(str(row["started"] or "-").replace("T", " ")[:19]))
+    out.print(table)
+    for row in r["runs"]:
+        if row.get("error"):
+            out.print(f"[red]{escape(row['run_id'])}[/]: {escape(row['error']['message'])}")
+    out.print(f"[dim]one run: ratchet status RUN --dir {escape(r['project'])}[/]")
