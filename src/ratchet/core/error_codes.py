@@ -240,8 +240,12 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "plan.missing_tree": _bad_input(f"a plan's tree is not a git tree hash: {_REPORT}"),
     "plan.no_units": _bad_input("gate.units is empty: set it, e.g. [10, 20, 40]"),
     # preflight.*: the baseline measured once before the first attempt
-    "preflight.no_metric": _bad_input("the baseline does not measure: run the command by hand in a clean checkout; "
-                                      "it must print a JSON line with the metric"),
+    "preflight.missing_module": _bad_input("the baseline stopped on a ModuleNotFoundError: install the module for "
+                                           "the interpreter the message names, or give jobs the Python that has it "
+                                           "(PATH, sandbox.keep_ratchet_venv, sandbox.read_only)"),
+    "preflight.no_metric": _bad_input("the baseline does not measure: a timeout (raise target.timeout_s), or a "
+                                      "command that does not print its metric as a single-line JSON object on "
+                                      "stdout: run it by hand in a clean checkout"),
     "preflight.sandbox_only": _bad_input("the baseline measures outside the sandbox but not inside it: widen "
                                          'sandbox.read_only or sandbox.network, or set sandbox.mode = "none"'),
     # project.*: the project directory a command is given

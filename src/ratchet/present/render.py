@@ -83,6 +83,18 @@ def look_stops_text(looks: list[int], stops: list[str]) -> str:
     return ", ".join(f"{n}: {stop}" for n, stop in zip(looks, stops, strict=True))
 
 
+def unseen_text(u: Mapping[str, Any], examples: bool) -> str:
+    """`ratchet check`'s line on what the last look's units cannot see (`gate_summary`'s `unseen`),
+    in the target's terms: seeds of a benchmark, val examples of an examples target."""
+    if examples:
+        return (f"what {u['units']} val examples cannot see: a kind of input that makes up 5% of all inputs is "
+                f"among none of them with chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); a "
+                f"solution failing none of them may still fail up to {u['ruled_out_95']:.3f} of all inputs (95%)")
+    return (f"what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
+            f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
+            f"frequencies above {u['ruled_out_95']:.3f} at 95%")
+
+
 def render_check(out: Console, r: dict[str, Any]) -> None:
     """`ratchet check` for people: target, scope, agent, gate levels, budget, sandbox, warnings."""
     t = r["target"]
@@ -128,10 +140,7 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     out.print(f"           guarantee: {g['guarantee']}")
     if g.get("betting_cost"):
         out.print(f"           {escape(g['betting_cost']['text'])}")
-    u = g["unseen"]
-    out.print(f"           what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
-              f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
-              f"frequencies above {u['ruled_out_95']:.3f} at 95%")
+    out.print("           " + unseen_text(g["unseen"], examples="examples" in r))
     table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)",
                   "each look can stop for", "reachable")
     rows = g["levels"]
