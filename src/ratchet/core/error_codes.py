@@ -140,7 +140,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     # files.*: the files agent
     "files.missing": _bad_input("agent.files.path is not a directory: point it at the folder of candidate files"),
     # gate.*: the statistical gate's settings and inputs
-    "gate.bad_alpha": _bad_input("gate.alpha is outside (0, 1): choose a level such as 0.05"),
+    "gate.bad_alpha": _bad_input("a level outside (0, 1) reached the level arithmetic: a bug in Ratchet (the "
+                                 "contract takes gate.alpha in (0, 0.5] and refuses any other as contract.invalid)"),
     "gate.bad_margin": _bad_input("the effect margin is negative or not finite: set gate.min_effect and "
                                   "gate.min_effect_rel to finite values >= 0"),
     "gate.bad_max_attempts": _bad_input("budget.max_attempts is not an integer >= 1: set it to one"),
