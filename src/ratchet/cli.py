@@ -391,9 +391,10 @@ def watch(
                                           help="Print one frame as exactly one JSON object.")] = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Watch a run live from another terminal (read-only, no lock): champion, current trial, budgets,
-    last attempts. Started before the run (while `ratchet run` starts up), it waits for the run to
-    appear. `q` or Ctrl-C leaves."""
+    """Watch a run live from another terminal (read-only, no lock); `q` or Ctrl-C leaves.
+
+    Started before its run can be read (`ratchet run` starting up), it waits up to 120 s for it.
+    """
     from ratchet.commands.watch import RUN_WAIT_S, read_frame, watch_run
     from ratchet.present.watch import render_frame
 

@@ -239,6 +239,22 @@ def test_watch_follows_a_run_through_a_crash_its_resume_and_its_end_under_tmux(t
 
 
 @pytest.mark.slow
+def test_watch_started_before_the_run_waits_for_it_then_follows_it_under_tmux(tmux, small_run, tmp_path: Path):
+    root = make_bench_repo(tmp_path / "repo")
+    set_contract(root, append=small_run)
+    pane = tmux(_watch_command(), root)
+    pane.wait_for("waiting for a run to start", "q or Ctrl-C to leave")
+    run = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    run_id = json.loads(run.stdout)["result"]["run_id"]
+    text = pane.wait_for(run_id, "stopped (budget_exhausted", "last 6 of 6 attempts")
+    assert "WATCH-EXIT" not in text and "run.not_found" not in text
+    pane.keys("q")
+    pane.wait_for("WATCH-EXIT=0")
+
+
+@pytest.mark.slow
 def test_ctrl_c_leaves_watch_cleanly_under_tmux(finished_run, tmux):
     root, run_id = finished_run
     pane = tmux(_watch_command(run_id), root)
