@@ -1,7 +1,7 @@
 """One module per command: each calls the loop, the ledger or the core and returns the `--json`
 result; `cli.py` parses its arguments and `present/` draws the result for people.
 
-Commands: `init.py`, `check.py`, `run.py`, `compare.py`, `calibrate.py`, `runs.py` (status, report),
+Commands: `init.py`, `check.py`, `run.py`, `compare.py`, `calibrate.py`, `runs.py` (runs, status, report),
 `attempt.py` (report --attempt), `watch.py`, `verify.py` (with `verify_rederive.py`), `abandon.py`.
 Shared: `contract_file.py` (reading ratchet.toml), `project.py` (the refusals run, compare and check
 share), `preflight.py` (the baseline measured once), `report_extras.py` (what the HTML report

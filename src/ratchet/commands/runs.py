@@ -1,4 +1,5 @@
-"""Reading recorded runs for `status` and `report`: find a run, fold its ledger, render its report.
+"""Reading recorded runs for `runs`, `status` and `report`: list a project's runs, find a run, fold
+its ledger, render its report.
 
 A torn last line (a kernel killed mid-write) does not stop `status`: it shows what is complete and
 says so; only an explicit resume repairs the ledger.
@@ -57,6 +58,42 @@ def find_run(project_root: Path, run_id: str | None) -> RunDir:
                 run_id = candidate
                 break
     return open_run(project_root, run_id)
+
+
+def list_project_runs(project_root: Path) -> dict[str, Any]:
+    """The `ratchet runs` result: {"project", "runs"}, the runs of the project at `project_root`
+    oldest first, each {run_id, mode, state, stop_reason, promotions, attempts, started}.
+
+    mode: `campaign`, `compare` or `calibrate` (run.started's); started: run.started's timestamp.
+    A run directory without run.started yet has state `starting` while a process holds its lock,
+    else `not_started` (it measured nothing); a run whose ledger cannot be read has state
+    `unreadable` and `error` {code, message} (the others are still listed). Each run is read as
+    `ratchet status` reads it (the index when it vouches for the ledger)."""
+    return {"project": str(project_root), "runs": [_run_row(RunDir(project_root, r)) for r in list_runs(project_root)]}
+
+
+def _run_row(run: RunDir) -> dict[str, Any]:
+    row: dict[str, Any] = {"run_id": run.run_id, "mode": None, "state": None, "stop_reason": None,
+                           "promotions": None, "attempts": None, "started": None}
+    try:
+        with open(run.events, "rb") as f:
+            first = json.loads(f.readline() or b"{}")
+    except (OSError, ValueError):
+        first = {}
+    started = line_payload(first) if isinstance(first, dict) and first else None
+    if not isinstance(started, RunStarted):
+        row["state"] = "starting" if is_locked(run.root) is not None else "not_started"
+        return row
+    row["mode"] = given(started.mode) or "campaign"
+    row["started"] = first.get("ts")
+    try:
+        status = run_status(run.project_root, run.run_id)
+    except RatchetError as exc:
+        row.update(state="unreadable", error={"code": exc.code, "message": exc.message})
+        return row
+    row.update(state=status["state"], stop_reason=status["stop_reason"], promotions=status["promotions"],
+               attempts=len(status["attempts"]))
+    return row
 
 
 def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:

@@ -102,7 +102,7 @@ JOB_STATES: Mapping[str, str] = {
 MetricState = Literal["ok", "no_metric", "bad_metric"]
 METRIC_STATES: Mapping[str, str] = {
     "ok": "a finite number",
-    "no_metric": "no JSON object on stdout, or the last one lacks the key",
+    "no_metric": "no single-line JSON object on stdout, or the last one lacks the key",
     "bad_metric": "the key is there but its value is not a finite number (a string, a bool, null, NaN, inf)",
 }
 """What reading a benchmark's metric from its stdout gave."""

@@ -21,8 +21,10 @@ from ratchet.core.events import Event
 from ratchet.core.state import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
 from ratchet.ledger.prefix import SegmentRow, prefix_end
 
-_SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired")
-"""The events whose timestamps (with their predecessors' and the last event's) fix the wall clock."""
+_SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired", "run.abandoned")
+"""The events whose timestamps (with their predecessors' and the last event's) fix the wall clock:
+a session's start, and the events fold does not count (a repair, an abandon), whose predecessor
+ends the session before them (without it an abandoned run's wall reads 0 s)."""
 
 
 class Snapshot:

@@ -91,6 +91,18 @@ def look_stops_text(looks: list[int], stops: list[str]) -> str:
     return ", ".join(f"{n}: {stop}" for n, stop in zip(looks, stops, strict=True))
 
 
+def unseen_text(u: Mapping[str, Any], examples: bool) -> str:
+    """`ratchet check`'s line on what the last look's units cannot see (`gate_summary`'s `unseen`),
+    in the target's terms: seeds of a benchmark, val examples of an examples target."""
+    if examples:
+        return (f"what {u['units']} val examples cannot see: a kind of input that makes up 5% of all inputs is "
+                f"among none of them with chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); a "
+                f"solution failing none of them may still fail up to {u['ruled_out_95']:.3f} of all inputs (95%)")
+    return (f"what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
+            f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
+            f"frequencies above {u['ruled_out_95']:.3f} at 95%")
+
+
 def render_check(out: Console, r: dict[str, Any]) -> None:
     """`ratchet check` for people: target, scope, agent, gate levels, budget, sandbox, warnings."""
     t = r["target"]
@@ -136,10 +148,7 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     out.print(f"           guarantee: {g['guarantee']}")
     if g.get("betting_cost"):
         out.print(f"           {escape(g['betting_cost']['text'])}")
-    u = g["unseen"]
-    out.print(f"           what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
-              f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
-              f"frequencies above {u['ruled_out_95']:.3f} at 95%")
+    out.print("           " + unseen_text(g["unseen"], examples="examples" in r))
     rows = g["levels"]
     confirmed = any(row.get("confirm_level", 1.0) < 1.0 for row in rows)
     out.print("           " + escape(LEVEL_WORDS_CONFIRMED if confirmed else LEVEL_WORDS))
@@ -317,3 +326,27 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
     out.print(table)
     for w in r.get("warnings", []):
         err.print(f"[yellow]warning[/]: {escape(w)}")
+
+
+_RUN_STATE_STYLE = {"running": "green", "stopped": "blue", "interrupted": "yellow", "unreadable": "red"}
+
+
+def render_runs(out: Console, r: dict[str, Any]) -> None:
+    """`ratchet runs` for people: one table row per run, oldest first, and how to see one."""
+    if not r["runs"]:
+        out.print(f"no runs in {escape(r['project'])} yet: `ratchet run` starts one")
+        return
+    table = Table("run", "mode", "state", "stop reason", "promotions", "attempts", "started (UTC)")
+    for row in r["runs"]:
+        state = str(row["state"])
+        table.add_row(escape(row["run_id"]), escape(str(row["mode"] or "-")),
+                      f"[{_RUN_STATE_STYLE.get(state, 'dim')}]{escape(state)}[/]",
+                      escape(str(row["stop_reason"] or "-")), str(row["promotions"] if row["promotions"] is not None
+                                                                  else "-"),
+                      str(row["attempts"] if row["attempts"] is not None else "-"),
+                      escape(str(row["started"] or "-").replace("T", " ")[:19]))
+    out.print(table)
+    for row in r["runs"]:
+        if row.get("error"):
+            out.print(f"[red]{escape(row['run_id'])}[/]: {escape(row['error']['message'])}")
+    out.print(f"[dim]one run: ratchet status RUN --dir {escape(r['project'])}[/]")

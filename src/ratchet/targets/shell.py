@@ -131,7 +131,7 @@ class ShellJobs:
             capped = result.stdout_truncated or result.stdout_path is None
             stdout = result.stdout_tail if capped or result.stdout_path is None else \
                 result.stdout_path.read_text("utf-8", errors="replace")
-            reading = parse_metric(stdout, self.metric)
+            reading = parse_metric(stdout, self.metric, result.stderr_tail)
             state, value, reason = reading.state, reading.value, reading.reason
         elif result.state != "ok" and result.stderr_tail.strip():
             reason = f"{reason}; stderr (last lines):\n{stderr_excerpt(result.stderr_tail)}"
