@@ -97,3 +97,22 @@ def test_check_names_ratchets_own_python_only_with_keep_ratchet_venv(make_repo, 
     code, out, err = ratchet("check", str(root), env=env)
     assert code == 0, err
     assert out["result"]["environment"]["programs"]["python3"]["found"] == venv_python
+
+
+@needs_bwrap
+def test_a_pyenv_shim_on_path_runs_the_version_it_selects_in_the_sandbox(make_repo, tmp_path: Path):
+    pyenv = tmp_path / "home" / ".pyenv"
+    venv = user_venv(pyenv / "versions" / "work")
+    (pyenv / "version").write_text("work\n")
+    (pyenv / "shims").mkdir()
+    shim = pyenv / "shims" / "python3"
+    shim.write_text("#!/bin/sh\necho 'the shim ran: its manager is not in the job' >&2\nexit 9\n")
+    shim.chmod(0o755)
+    root = make_repo(tmp_path / "repo", files={"bench.py": BENCH_WITH_MODULE})
+    set_contract(root, append=QUICK)
+    code, out, err = ratchet("check", str(root), "--preflight", env={"PATH": _path(pyenv / "shims"),
+                                                                     "PYENV_VERSION": ""})
+    assert code == 0, (out, err)
+    e = out["result"]["environment"]
+    assert e["path"][0] == str(venv / "bin") and e["programs"]["python3"]["found"] == str(venv / "bin" / "python3")
+    assert out["result"]["preflight"]["state"] == "ok"

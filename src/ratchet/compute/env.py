@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ratchet.compute.base import SandboxMode, SandboxSpec
-from ratchet.compute.job_programs import JOB_PYTHON, bound_paths, job_programs
+from ratchet.compute.job_programs import JOB_PYTHON, bound_paths, job_programs, without_shims
 from ratchet.compute.programs import ProgramReach, program_reach
 from ratchet.core.contract import SandboxSection
 from ratchet.core.errors import RatchetError
@@ -32,8 +32,9 @@ def ratchet_venv_bin() -> str | None:
 
 def default_path(keep_ratchet_venv: bool = False) -> str:
     """The PATH of every job: LAUNCH_PATH without Ratchet's own virtual environment (first instead
-    with `keep_ratchet_venv`); see `core.jobenv.job_path`."""
-    return job_path(LAUNCH_PATH, ratchet_venv_bin(), keep_ratchet_venv)
+    with `keep_ratchet_venv`; see `core.jobenv.job_path`), a pyenv `shims/` entry replaced by the
+    bin directory of the version it selects (`job_programs.without_shims`)."""
+    return without_shims(job_path(LAUNCH_PATH, ratchet_venv_bin(), keep_ratchet_venv))
 
 
 def job_python(keep_ratchet_venv: bool = False) -> ProgramReach:

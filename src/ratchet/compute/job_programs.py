@@ -3,7 +3,9 @@ they run there: `python3` and the first word of the target's command, located on
 (`env.default_path`: the PATH Ratchet was started with, less Ratchet's own venv) by
 `programs.program_reach` (`env.job_python`: the jobs' `python3`). Their install prefixes (a venv, a
 pyenv version, a conda environment, `~/.local`) are bound read-only, so `python3` in a job is the
-user's `python3` with its packages, sandbox or not. A coding agent's leg binds its CLI the same way (`bound_paths`).
+user's `python3` with its packages, sandbox or not; a pyenv `shims/` entry of that PATH is replaced
+by the bin directory of the version it selects (`without_shims`). A coding agent's leg binds its
+CLI the same way (`bound_paths`).
 
 A command's first word that is a path relative to the project (`.venv/bin/python bench.py`) names a
 file of the job's checkout; when that file is untracked (a venv inside the project is never in a
@@ -17,11 +19,11 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet.compute.programs import ProgramReach, program_reach
+from ratchet.compute.programs import ProgramReach, program_reach, shim_target
 
 JOB_PYTHON = "python3"
 """The interpreter name a job's `python3` resolves (examples shards run `python3 shard_runner.py`)."""
@@ -64,6 +66,21 @@ def bound_paths(reaches: Iterable[ProgramReach], read_only: Sequence[str]) -> tu
     """The read-only binds of a sandbox that must run the programs of `reaches`: their install
     prefixes in order, then `read_only` (`sandbox.read_only`), each once."""
     return tuple(dict.fromkeys([*(p for r in reaches for p in r.prefixes), *read_only]))
+
+
+def without_shims(path: str, environ: Mapping[str, str] | None = None) -> str:
+    """`path` (a PATH value) with each version manager's `shims/` entry whose `python3` shim selects
+    a version (`programs.shim_target`, read from `environ`, default os.environ) replaced by that
+    version's bin directory, so a job's shell finds what the operator's shell finds: a shim runs
+    its manager, which needs state in the operator's home that neither a job's HOME nor a sandbox
+    holds. Other entries, and shims that select nothing, are kept."""
+    source = os.environ if environ is None else environ
+    entries = []
+    for entry in path.split(":"):
+        target = shim_target(entry, JOB_PYTHON, source) if os.path.basename(os.path.normpath(entry)) == "shims" \
+            else None
+        entries.append(os.path.dirname(target) if target is not None else entry)
+    return ":".join(dict.fromkeys(entries))
 
 
 def first_word(command: str) -> str | None:
