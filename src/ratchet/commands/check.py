@@ -266,8 +266,9 @@ def environment_summary(contract: Contract, resolved: str, root: Path | None = N
     warnings = []
     if hidden:
         warnings.append(f"PATH entries a sandboxed job cannot see: {', '.join(hidden)} (programs a job runs from "
-                        "there are not found in its sandbox; add what they need to sandbox.read_only. A command "
-                        "agent's own program is found and bound by itself: see agent above)")
+                        "there are not found in its sandbox, except python3 and the command's own program, whose "
+                        "installs are bound; add what they need to sandbox.read_only. A command agent's own program "
+                        "is found and bound by itself: see agent above)")
     if missing:
         warnings.append(f"sandbox.read_only paths that do not exist here: {', '.join(missing)}")
     for reach in programs.reaches:
