@@ -42,15 +42,19 @@ class Resources:
 @dataclass(frozen=True)
 class SandboxSpec:
     """Sandbox settings for one job: `mode` resolved (bwrap|none); `network` allowed or not;
-    `read_only`: extra absolute paths bound read-only under bwrap; `path`: the jobs' PATH (None:
+    `read_only`: extra absolute paths bound read-only under bwrap (the install prefixes of the
+    job's programs, then `sandbox.read_only`); `path`: the jobs' PATH (None:
     `compute.env.default_path()`); `passed_env`: (name, value) pairs of `sandbox.pass_env` read
-    where Ratchet runs (see `compute.env.sandbox_spec`)."""
+    where Ratchet runs; `project_file`: the project's file run for a command's first word relative
+    to the project that a clean checkout lacks (`compute.job_programs.checkout_command`; None: none)
+    (see `compute.env.sandbox_spec`)."""
 
     mode: SandboxMode = "none"
     network: bool = False
     read_only: tuple[str, ...] = ()
     path: str | None = None
     passed_env: tuple[tuple[str, str], ...] = ()
+    project_file: str | None = None
 
 
 @dataclass(frozen=True)

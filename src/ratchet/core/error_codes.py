@@ -115,6 +115,11 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                    "message names the key and its line"),
     "contract.missing": _bad_input("there is no ratchet.toml in the project directory: write one with `ratchet init`"),
     "contract.missing_key": _bad_input("a required contract key is absent: add it (`ratchet init` writes every key)"),
+    "contract.path_missing": _bad_input("a path the contract names (a check script, agent.search.file, "
+                                        "agent.command.brief, ...) is not where a run reads it (tracked in HEAD, or "
+                                        "in the working tree): fix the typo the hint names, or commit the file"),
+    "contract.path_scope": _bad_input("a path the contract names sits where scope defeats it (a search params file "
+                                      "outside scope.allowed, a check script a candidate may change): fix scope"),
     "contract.prompt_unreadable": _bad_input("an agent.llm.prompts file cannot be read: give a UTF-8 text file, its "
                                              "path relative to the project root"),
     "contract.toml": _bad_input("ratchet.toml is not valid TOML: fix the syntax at the line named"),

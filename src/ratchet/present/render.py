@@ -175,6 +175,8 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     env = r["environment"]
     out.print(f"[bold]job PATH[/] {':'.join(env['path'])}"
               + (f" [dim](without Ratchet's own {env['dropped']})[/]" if env["dropped"] else ""))
+    for line in job_program_lines(env["programs"], sb["resolved"]):
+        out.print(f"           {line}")
     if env["hidden_in_sandbox"]:
         out.print(f"           not visible in the sandbox: {', '.join(env['hidden_in_sandbox'])}")
     if env["read_only"]:
@@ -207,6 +209,24 @@ def alpha_share(row: Mapping[str, Any]) -> float:
     """An attempt's share of alpha from its row of `ratchet check`'s level schedule: its trial's
     level times its confirmation's (`confirm_level`, 1.0 without confirmation)."""
     return float(row["level"]) * float(row.get("confirm_level", 1.0))
+
+
+def job_program_lines(programs: Mapping[str, Any], resolved: str) -> list[str]:
+    """The programs a job runs as `ratchet check` found them: `python3 -> /path (bound prefix)`,
+    and the command's own program when it is another."""
+    lines = []
+    for p in (programs["python3"], programs["command"]):
+        if p is None:
+            continue
+        if p["problem"]:
+            lines.append(f"{p['word']}: not found: {p['problem']}")
+            continue
+        real = f" (resolves to {p['resolved']})" if p["found"] != p["resolved"] else ""
+        where = "bound read-only in the sandbox" if resolved == "bwrap" else "bound when sandboxed"
+        lines.append(f"{p['word']} -> {p['found']}{real}; {where}: {', '.join(p['prefixes']) or '(nothing more)'}")
+    if programs["project_file"]:
+        lines.append(f"run from the project when a checkout lacks it: {programs['project_file']}")
+    return lines
 
 
 def agent_program_lines(agent: Mapping[str, Any]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 from ratchet.compute.base import ArtifactSpec, JobResult, JobSpec, Resources, SandboxSpec
 from ratchet.compute.cache import cache_key
 from ratchet.compute.env import job_env
+from ratchet.compute.job_programs import checkout_command
 from ratchet.core.plan import PlannedJob
 from ratchet.core.vocab import MeasurementState
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
@@ -112,9 +113,11 @@ class ShellJobs:
         return self.commands.get(job.job_id, (self.command, self.timeout_s))
 
     def spec(self, task: Task, checkout: Path) -> JobSpec:
-        """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment."""
+        """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment (a first word
+        relative to the project that the checkout lacks run from the project: `checkout_command`)."""
         job = task.jobs[0]
         command, timeout_s = self._command(job)
+        command = checkout_command(command, checkout, self.sandbox.project_file)
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
                        artifacts=self.artifacts.get(job.job_id))

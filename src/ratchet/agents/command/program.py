@@ -13,6 +13,7 @@ from pathlib import Path
 from ratchet.agents.command.limits import CHANNEL_DIR, START_GRACE_S, STDERR_TAIL_CHARS
 from ratchet.compute.base import JobResult, SandboxSpec
 from ratchet.compute.env import default_path
+from ratchet.compute.job_programs import bound_paths
 from ratchet.compute.programs import ProgramReach, program_reach
 
 
@@ -26,7 +27,7 @@ def agent_program(word: str) -> ProgramReach:
 def leg_sandbox(reach: ProgramReach, network: bool, read_only: Sequence[str]) -> SandboxSpec:
     """The sandbox of every leg: bwrap, the network when `network`, and read-only the prefixes of
     the agent's program (`reach`) and `read_only` (`sandbox.read_only`)."""
-    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])))
+    return SandboxSpec(mode="bwrap", network=network, read_only=bound_paths([reach], read_only))
 
 
 def did_not_start(result: JobResult, workspace: Path, began_ns: int) -> bool:
