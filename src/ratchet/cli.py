@@ -218,6 +218,8 @@ def _render_run(r: dict[str, Any]) -> None:
                   if not r["promotions"] else f"promotions: {r['promotions']}")
     if r.get("branch"):
         out().print(f"champion branch: {r['branch']}")
+    if r.get("merge"):
+        out().print(f"merge the champion with: {r['merge']}", markup=False)
     if r.get("resume"):
         out().print(f"resume with: {r['resume']}")
     out().print(f"report: {r['report']}")
