@@ -286,6 +286,8 @@ def _render_run(r: dict[str, Any]) -> None:
         out().print(f"best parameters: {escape(params_text(c['params']))}")
     if r.get("branch"):
         out().print(f"champion branch: {r['branch']}")
+    if r.get("merge"):
+        out().print(f"merge the champion with: {r['merge']}", markup=False)
     if r.get("resume"):
         out().print(f"resume with: {r['resume']}")
     out().print(f"report: {r['report']}")

@@ -86,7 +86,7 @@ RUN_STATUSES: Mapping[str, str] = {
 }
 """A run's state as `ratchet status` reports it."""
 
-JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown"]
+JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "skipped"]
 JOB_STATES: Mapping[str, str] = {
     "ok": "exit code 0",
     "failed": "a non-zero exit code",
@@ -96,6 +96,8 @@ JOB_STATES: Mapping[str, str] = {
     "cancelled": "killed by a cancel (Ctrl-C, a stop)",
     "lost": "the machine or the scheduler lost it (NODE_FAIL, PREEMPTED, BOOT_FAIL): it may run again",
     "unknown": "its state could not be read; never success",
+    "skipped": ("not run, or stopped, because the candidate already failed on a unit of the same look (that "
+                "look's verdict is `candidate_failed` whatever the rest would measure); no measurement"),
 }
 """How a job's process ended, before any metric is read."""
 
@@ -107,8 +109,8 @@ METRIC_STATES: Mapping[str, str] = {
 }
 """What reading a benchmark's metric from its stdout gave."""
 
-MeasurementState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "no_metric",
-                           "bad_metric"]
+MeasurementState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "skipped",
+                           "no_metric", "bad_metric"]
 """A benchmark job's recorded state (`job.finished` data.state): its JobState, or, for a job that
 ended ok, no_metric / bad_metric when no usable metric was read."""
 

@@ -1,11 +1,13 @@
 """Live progress of a campaign: attempt n/N, the champion, budget used, the current trial's jobs.
 
-`RichUI` draws for people (on stderr, so stdout stays clean for `--json`); `LogUI` prints plain
-lines to stderr. The campaign only calls the `CampaignUI` methods.
+`RichUI` draws for people (on stderr, so stdout stays clean for `--json`), and prints one plain line
+per look when stderr is not a terminal (where no bar shows); `LogUI` prints plain lines to stderr,
+one per look among them. The campaign only calls the `CampaignUI` methods.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -17,6 +19,29 @@ from ratchet.core.state import RunState
 from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p, means_text
 
 
+@dataclass(frozen=True)
+class LookEnded:
+    """One look of a plan measured: attempt (0: the holdout), stage, look (1-based) of `looks`, the
+    look's jobs that ended with a result (`done`) of its `jobs`, those `skipped` after a candidate
+    failure, and the seconds since the stage began."""
+
+    attempt: int
+    stage: str
+    look: int
+    looks: int
+    done: int
+    jobs: int
+    skipped: int
+    elapsed_s: float
+
+
+def look_line(e: LookEnded) -> str:
+    """`attempt 3 trial: look 1 of 3 done: 20/20 jobs, 45s elapsed` (the holdout named as such)."""
+    who = "holdout" if e.stage == "holdout" else f"attempt {e.attempt} {e.stage}"
+    skipped = f", {e.skipped} skipped (the candidate failed)" if e.skipped else ""
+    return f"{who}: look {e.look} of {e.looks} done: {e.done}/{e.jobs} jobs{skipped}, {e.elapsed_s:.0f}s elapsed"
+
+
 class CampaignUI(Protocol):
     """What the campaign reports as it goes."""
 
@@ -25,6 +50,8 @@ class CampaignUI(Protocol):
     def jobs(self, done: int, total: int) -> None: ...
 
     def judged(self, attempt: int, stage: str, data: TrialJudged) -> None: ...
+
+    def look_ended(self, event: LookEnded) -> None: ...
 
     def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None: ...
 
@@ -105,6 +132,10 @@ class LogUI:
     def jobs(self, done: int, total: int) -> None:
         """Job progress is not logged line by line."""
 
+    def look_ended(self, event: LookEnded) -> None:
+        """One line per look (a log, unlike a terminal, shows no bar)."""
+        self.console.print(look_line(event), markup=False)
+
     def judged(self, attempt: int, stage: str, data: TrialJudged) -> None:
         """One line per verdict, then why when it is not an acceptance."""
         self.console.print(_judged_line(attempt, stage, data), markup=False)
@@ -144,6 +175,11 @@ class RichUI(LogUI):
             self.progress.start()
             self.task = self.progress.add_task("jobs", total=total)
         self.progress.update(self.task, completed=done, total=total)
+
+    def look_ended(self, event: LookEnded) -> None:
+        """The bar shows a terminal the jobs; outside one (stderr piped to a log), one line per look."""
+        if not self.console.is_terminal:
+            super().look_ended(event)
 
     def _end_bar(self) -> None:
         if self.task is not None:

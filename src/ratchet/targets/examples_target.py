@@ -276,6 +276,11 @@ class ExamplesTarget:
         results = {j.job_id: as_unit_result(j.job_id, j.variant, j.unit, judged[j.key or ""]) for j in task.jobs}
         return TaskOutcome(results, record)
 
+    def skipped(self, task: Task, result: JobResult | None, why: str) -> TaskOutcome | None:
+        """An examples look always runs to its end (a shard that failed as a whole is rare, and its
+        examples' results are what the gate reads): never skipped."""
+        return None
+
     def reuse(self, task: Task, recorded: Mapping[str, Any]) -> TaskOutcome | None:
         """The shard's recorded compact results, when they are for this tree and these examples."""
         judged = from_compact(task.job_id, recorded, task.tree, self._examples(task))

@@ -66,10 +66,11 @@ class Measurement:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k != "gpu_s"}, gpu_s=data.get("gpu_s") or 0.0)
 
     def unit_result(self) -> UnitResult:
-        """As the trial sees it: failed unless ok with a finite value."""
+        """As the trial sees it: failed unless ok with a finite value; a skipped job is neither a
+        value nor a failure (not measured)."""
         ok = self.state == "ok" and self.value is not None and math.isfinite(self.value)
-        return UnitResult(self.job_id, self.variant, self.unit, self.value if ok else None, not ok,
-                          self.state, self.reason)
+        return UnitResult(self.job_id, self.variant, self.unit, self.value if ok else None,
+                          not ok and self.state != "skipped", self.state, self.reason)
 
 
 class ShellJobs:
@@ -142,6 +143,17 @@ class ShellJobs:
         gpu_s = min(result.elapsed_s, self._command(job)[1]) * self.resources.gpus
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, state, value, reason,
                         result.elapsed_s, result.cpu_s, False, 1, gpu_s)
+        return self._outcome(m)
+
+    def skipped(self, task: Task, result: JobResult | None, why: str) -> TaskOutcome:
+        """A skipped job (state `skipped`, no value): charged one job-unit and its seconds when it had
+        started and was stopped, nothing when it never started."""
+        job = task.jobs[0]
+        ran = result is not None and result.elapsed_s > 0
+        elapsed, cpu = (result.elapsed_s, result.cpu_s) if result is not None and ran else (0.0, 0.0)
+        gpu_s = min(elapsed, self._command(job)[1]) * self.resources.gpus
+        m = Measurement(job.job_id, job.variant, job.unit, job.seed, "skipped", None, why, elapsed, cpu, False,
+                        1 if ran else 0, gpu_s)
         return self._outcome(m)
 
     @staticmethod
