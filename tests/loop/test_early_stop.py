@@ -27,11 +27,12 @@ LOOK = 12
 """Jobs of the first look: 6 units, both sides."""
 
 
-def _project(root: Path, backend: str = "local") -> Path:
+def _project(root: Path, backend: str = "local", good: bool = True) -> Path:
+    """A slow benchmark whose files agent proposes a crashing candidate, then (`good`) one that gains."""
     make_bench_repo(root, files={"bench.py": SLOW_BENCH})
     slurm = "[compute.slurm]\npoll_min_s = 0.2\npoll_max_s = 1.0\n" if backend == "slurm" else ""
-    use_files_agent(root, {"1-crash": 'x = "boom"\n', "2-good": "x = 3.0\n"},
-                    append=SETTINGS.format(backend=backend, slurm=slurm))
+    candidates = {"1-crash": 'x = "boom"\n', **({"2-good": "x = 3.0\n"} if good else {})}
+    use_files_agent(root, candidates, append=SETTINGS.format(backend=backend, slurm=slurm))
     return root
 
 
@@ -79,8 +80,10 @@ def test_a_failing_candidate_stops_its_look_locally(tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
 def test_a_failing_candidate_stops_its_look_on_slurm(tmp_path: Path):
-    root = _project(tmp_path / "repo", "slurm")
-    run_id = _run_and_merge(root)
+    root = _project(tmp_path / "repo", "slurm", good=False)  # one attempt: no promotion, no holdout to wait for
+    code, out, err = ratchet("run", str(root), timeout=900)
+    assert code == 0, err
+    run_id = out["result"]["run_id"]
     _assert_stopped_early(root, run_id)
     started = [e["data"] for e in events(root, run_id) if e["kind"] == "job.started"]
     assert started and all(d["backend"] == "slurm" for d in started)
