@@ -131,3 +131,12 @@ def venv_agent_cli(where: Path, name: str = "venvbot") -> Path:
                    "runpy.run_path('agent/bot.py', run_name='__main__')\n")
     cli.chmod(0o755)
     return where / "bin"
+
+
+def user_venv(where: Path) -> Path:
+    """A venv at `where` (outside /usr) holding a package `onlyhere` no other Python has."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, capture_output=True)
+    (site,) = (where / "lib").glob("python3*/site-packages")
+    (site / "onlyhere").mkdir()
+    (site / "onlyhere" / "__init__.py").write_text("OFFSET = 0.0\n")
+    return where

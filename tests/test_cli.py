@@ -82,7 +82,8 @@ def test_human_error_has_no_traceback(tmp_path: Path):
 
 
 def test_every_command_of_the_design_is_built(tmp_path: Path):
-    for command in ("init", "check", "run", "status", "compare", "report", "verify", "calibrate", "watch", "abandon"):
+    for command in ("init", "check", "run", "status", "compare", "report", "verify", "calibrate", "watch", "abandon",
+                    "runs"):
         proc = subprocess.run([sys.executable, "-m", "ratchet", command, "--help"], capture_output=True, text=True,
                               timeout=60)
         assert proc.returncode == 0 and "not built" not in proc.stdout, (command, proc.stdout)

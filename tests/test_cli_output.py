@@ -21,7 +21,8 @@ def _plain(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
                           cwd=cwd, env=env)
 
 
-@pytest.mark.parametrize("command", ["compare", "status", "run", "init", "check", "verify", "calibrate"])
+@pytest.mark.parametrize("command", ["compare", "status", "run", "init", "check", "verify", "calibrate", "runs",
+                                     "watch", "report", "abandon"])
 def test_help_shows_no_bool_placeholder_nor_braces(command: str):
     text = _plain(command, "--help").stdout
     assert "<bool>" not in text and "{" not in text, text
@@ -62,3 +63,19 @@ def test_every_contract_error_is_shown_at_once(tmp_path: Path):
     assert "budget.max_attempts" in message and "agent.search.sampler" in message
     assert "did you mean gate.alpha?" in out["error"]["hint"]
     assert out["error"]["code"] in ("contract.unknown_key", "contract.invalid")
+
+
+def test_check_says_what_the_units_cannot_see_in_the_targets_own_terms(tmp_path: Path):
+    for kind in ("examples", "benchmark"):
+        root = tmp_path / kind
+        assert ratchet("init", str(root), "--kind", kind)[0] == 0
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "start")
+        proc = _plain("check", str(root))
+        assert proc.returncode == 0, proc.stderr
+        line = next(line for line in proc.stdout.splitlines() if "cannot see" in line)
+        if kind == "examples":
+            assert "val examples cannot see" in line and "of all inputs" in line and "seeds" not in line, line
+        else:
+            assert "5% of seeds" in line, line

@@ -155,3 +155,24 @@ def test_the_budgets_page_has_a_row_for_every_budget_and_shows_refusals_as_the_c
     contract = digits.model_copy(update={"budget": digits.budget.model_copy(update={"max_evaluations": 110})})
     evaluations = exhausted(contract, BudgetUsed(attempts=1, evaluations=13), 0, reserve_units=36, next_units=72)
     assert evaluations is not None and f"`{evaluations.detail}`" in (REPO / "docs" / "messages.md").read_text()
+
+
+def test_the_alpha_range_the_docs_state_is_the_one_the_contract_takes():
+    """The contract's own bounds on gate.alpha (pydantic's gt/le) written as an interval, and every
+    page that states the range states that one."""
+    import annotated_types
+
+    from ratchet.core.contract import GateSection
+
+    bounds = {type(m).__name__: m for m in GateSection.model_fields["alpha"].metadata}
+    low, high = bounds["Gt"].gt, bounds["Le"].le
+    interval = f"({low:g}, {high:g}]"
+    assert isinstance(bounds["Gt"], annotated_types.Gt) and interval == "(0, 0.5]"
+    guide = (REPO / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert f"`gate.alpha` in `{interval}`" in guide
+    errors = (REPO / "docs" / "errors.md").read_text(encoding="utf-8")
+    (row,) = [line for line in errors.splitlines() if line.startswith("| `gate.bad_alpha`")]
+    assert f"gate.alpha in {interval}" in row
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"gate\.alpha[^.|\n]{0,40}\(0, 1\)", text), f"{page.name} gives gate.alpha as (0, 1)"

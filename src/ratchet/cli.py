@@ -82,11 +82,53 @@ def err() -> Console:
 
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print exactly one JSON object on stdout.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", metavar="", help="Show the traceback of an error.")]
-DirArg = Annotated[Path, typer.Argument(metavar="DIR", help="Project directory (holding ratchet.toml).")]
-DirOpt = Annotated[Path, typer.Option("--dir", metavar="DIR", help="Project directory.")]
-RunArg = Annotated[str | None, typer.Argument(metavar="RUN", help="Run id (default: the latest run).")]
+DirArg = Annotated[Path | None, typer.Argument(
+    metavar="DIR", show_default=False,
+    help="Project directory (holding ratchet.toml); default `.`. The same as --dir: give one of them.")]
+DirOpt = Annotated[Path | None, typer.Option("--dir", metavar="DIR", show_default=False,
+                                             help="Project directory (holding ratchet.toml); default `.`.")]
+RunArg = Annotated[str | None, typer.Argument(
+    metavar="RUN", help="Run id (default: the latest run); `ratchet runs` lists them. The project is --dir.")]
 
 Renderer = Callable[[dict[str, Any]], None]
+
+
+def project_dir(positional: Path | None, option: Path | None) -> Path:
+    """The project directory of a command taking both `DIR` and `--dir`: the one given, `.` when
+    neither is. Both given: accepted when they name the same directory, else a usage error (exit 2)
+    naming both, since neither silently wins."""
+    if positional is not None and option is not None and positional != option:
+        same = positional.exists() and option.exists() and os.path.samefile(positional, option)
+        if not same:
+            raise typer.BadParameter(
+                f"DIR {str(positional)!r} and --dir {str(option)!r} name different directories: give one of them",
+                param_hint="DIR / --dir")
+    return positional or option or Path(".")
+
+
+def existing_dir(directory: Path) -> Path:
+    """`directory` when it is an existing directory. Raises DataError `project.no_dir` (exit 2)."""
+    from ratchet.core.errors import DataError
+
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise DataError("project.no_dir", f"no such directory: {directory} {what}",
+                        hint="give the project directory (the one holding ratchet.toml) with --dir DIR")
+    return directory
+
+
+def run_arg(command: str, run_id: str | None, directory: Path) -> str | None:
+    """`run_id` as given, after refusing a project directory passed where a run id goes
+    (`ratchet status myproj`): DataError `run.bad_id` naming the commands that were meant."""
+    from ratchet.core.errors import DataError
+    from ratchet.ledger.rundir import RUN_ID_RE
+
+    if run_id is not None and not RUN_ID_RE.match(run_id) and Path(run_id).is_dir():
+        given_dir = "" if directory == Path(".") else f" (--dir is {directory})"
+        raise DataError("run.bad_id", f"{run_id!r} is a directory, not a run id{given_dir}",
+                        hint=f"RUN is a run id; the project goes in --dir: `ratchet runs --dir {run_id}` lists its "
+                             f"runs, `ratchet {command} --dir {run_id}` shows its latest run")
+    return run_id
 
 
 def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[str, Any]], render: Renderer) -> None:
@@ -137,6 +179,12 @@ def _fail(command: str, as_json: bool, debug: bool, error: dict[str, Any], code:
     raise typer.Exit(code)
 
 
+def _project_path(directory: Path) -> Path:
+    """`directory` (a project directory, or a ratchet.toml path) when it exists. Raises DataError
+    `project.no_dir` (exit 2)."""
+    return directory if directory.is_file() else existing_dir(directory)
+
+
 def version_callback(value: bool) -> None:
     """Print the version and exit (for `--version`)."""
     if value:
@@ -156,9 +204,12 @@ def main_callback(
 
 @app.command(cls=_Command)
 def init(
-    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Where to write ratchet.toml (created if needed).")
-                         ] = Path("."),
+    directory: Annotated[Path | None, typer.Argument(
+        metavar="DIR", show_default=False,
+        help="Where to write ratchet.toml (created if needed); default `.`. The same as --dir: give one of them.")
+    ] = None,
     kind: Annotated[str, typer.Option("--kind", metavar="KIND", help="benchmark | examples")] = "benchmark",
+    dir_option: DirOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -166,16 +217,18 @@ def init(
     from ratchet.commands.init import init_project
     from ratchet.present.render import render_init
 
-    execute("init", as_json, debug, lambda: init_project(directory, kind), lambda r: render_init(out(), r))
+    where = project_dir(directory, dir_option)
+    execute("init", as_json, debug, lambda: init_project(where, kind), lambda r: render_init(out(), r))
 
 
 @app.command(cls=_Command)
 def check(
-    directory: DirArg = Path("."),
+    directory: DirArg = None,
     preflight: Annotated[bool, typer.Option(
         "--preflight", metavar="",
         help="Also measure the baseline once, in the sandbox, as `ratchet run` will, and run a command "
              "agent's program with --version in its sandbox.")] = False,
+    dir_option: DirOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -183,16 +236,19 @@ def check(
     from ratchet.commands.check import check_report
     from ratchet.present.render import render_check
 
-    execute("check", as_json, debug, lambda: check_report(directory, preflight), lambda r: render_check(out(), r))
+    where = project_dir(directory, dir_option)
+    execute("check", as_json, debug, lambda: check_report(_project_path(where), preflight),
+            lambda r: render_check(out(), r))
 
 
 @app.command(cls=_Command)
 def run(
-    directory: DirArg = Path("."),
+    directory: DirArg = None,
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID",
                                                help="Continue the interrupted run RUN_ID.")] = None,
     allow_concurrent: Annotated[bool, typer.Option(
         "--allow-concurrent", metavar="", help="Start even while another run of this project is in progress.")] = False,
+    dir_option: DirOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -200,24 +256,38 @@ def run(
     from ratchet.commands.run import run_project
     from ratchet.present.progress import LogUI, RichUI
 
+    where = project_dir(directory, dir_option)
     ui = LogUI(err()) if as_json else RichUI(err())
-    execute("run", as_json, debug, lambda: run_project(directory, resume, ui, allow_concurrent), _render_run)
+    execute("run", as_json, debug, lambda: run_project(_project_path(where), resume, ui, allow_concurrent),
+            _render_run)
 
 
 def _render_run(r: dict[str, Any]) -> None:
-    from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+    from rich.markup import escape
+
+    from ratchet.present.render import fmt_interval, fmt_num, fmt_p, means_text, params_text
 
     out().print(f"run [bold]{r['run_id']}[/] stopped: [bold]{r['stop_reason']}[/]"
               + (f" ({r['budget']})" if r.get("budget") else ""))
     h = r.get("holdout")
     if h:
+        means = means_text(h.get("baseline_mean"), h.get("champion_mean"), ("baseline", "champion"))
         out().print(f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
-                  f"[bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])} p {fmt_p(h['p_value'])}")
+                  f"gain [bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])}"
+                  + (f" ({means})" if means else "") + f" p {fmt_p(h['p_value'])}")
     else:
         out().print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
                   if not r["promotions"] else f"promotions: {r['promotions']}")
+    c, b = r.get("champion") or {}, r.get("baseline") or {}
+    if c.get("mean") is not None or b.get("mean") is not None:
+        out().print(f"champion: {'attempt ' + str(c['attempt']) if c.get('attempt') else 'baseline'}, mean "
+                    f"{fmt_num(c.get('mean'))} as last measured (baseline mean {fmt_num(b.get('mean'))})")
+    if c.get("params"):
+        out().print(f"best parameters: {escape(params_text(c['params']))}")
     if r.get("branch"):
         out().print(f"champion branch: {r['branch']}")
+    if r.get("merge"):
+        out().print(f"merge the champion with: {r['merge']}", markup=False)
     if r.get("resume"):
         out().print(f"resume with: {r['resume']}")
     out().print(f"report: {r['report']}")
@@ -227,7 +297,7 @@ def _render_run(r: dict[str, Any]) -> None:
 def compare(
     base: Annotated[str, typer.Argument(metavar="BASE", help="Git revision measured as the baseline.")],
     candidate: Annotated[str, typer.Argument(metavar="CANDIDATE", help="Git revision measured as the candidate.")],
-    directory: DirOpt = Path("."),
+    directory: DirOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -235,8 +305,10 @@ def compare(
     from ratchet.commands.compare import compare_revisions
     from ratchet.present.progress import LogUI, RichUI
 
+    where = directory or Path(".")
     ui = LogUI(err()) if as_json else RichUI(err())
-    execute("compare", as_json, debug, lambda: compare_revisions(directory, base, candidate, ui), _render_compare)
+    execute("compare", as_json, debug, lambda: compare_revisions(_project_path(where), base, candidate, ui),
+            _render_compare)
 
 
 def _render_compare(r: dict[str, Any]) -> None:
@@ -259,14 +331,16 @@ def _render_compare(r: dict[str, Any]) -> None:
 @app.command(cls=_Command)
 def status(
     run_id: RunArg = None,
-    directory: DirOpt = Path("."),
+    directory: DirOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Show a run's state, champion, budget and attempts."""
+    """Show a run's state, champion, budget and attempts (`ratchet runs` lists the runs)."""
     from ratchet.commands.runs import run_status
 
-    execute("status", as_json, debug, lambda: run_status(directory, run_id), _render_status)
+    where = directory or Path(".")
+    execute("status", as_json, debug, lambda: run_status(existing_dir(where), run_arg("status", run_id, where)),
+            _render_status)
 
 
 def _render_status(r: dict[str, Any]) -> None:
@@ -276,9 +350,23 @@ def _render_status(r: dict[str, Any]) -> None:
 
 
 @app.command(cls=_Command)
+def runs(
+    directory: DirOpt = None,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """List the project's runs: id, mode, state, stop reason, promotions, start time."""
+    from ratchet.commands.runs import list_project_runs
+    from ratchet.present.render import render_runs
+
+    where = directory or Path(".")
+    execute("runs", as_json, debug, lambda: list_project_runs(existing_dir(where)), lambda r: render_runs(out(), r))
+
+
+@app.command(cls=_Command)
 def report(
     run_id: RunArg = None,
-    directory: DirOpt = Path("."),
+    directory: DirOpt = None,
     as_html: Annotated[bool, typer.Option(
         "--html", metavar="", help="Write one self-contained report.html instead.")] = False,
     attempt: Annotated[int | None, typer.Option("--attempt", metavar="N",
@@ -289,16 +377,18 @@ def report(
     """Re-render a run's report.md and plots (--html: report.html), or show one attempt (--attempt)."""
     from ratchet.commands.runs import find_run, write_html_report, write_report
 
+    where = directory or Path(".")
     if attempt is not None:
         from ratchet.commands.attempt import attempt_report
         from ratchet.present.report.attempt import render_attempt
 
-        execute("report", as_json, debug, lambda: attempt_report(directory, run_id, attempt),
+        execute("report", as_json, debug,
+                lambda: attempt_report(existing_dir(where), run_arg("report", run_id, where), attempt),
                 lambda r: render_attempt(out(), r))
         return
 
     def work() -> dict[str, Any]:
-        run = find_run(directory, run_id)
+        run = find_run(existing_dir(where), run_arg("report", run_id, where))
         return {"run_id": run.run_id, "report": str((write_html_report if as_html else write_report)(run))}
 
     execute("report", as_json, debug, work, lambda r: out().print(f"report: {r['report']}"))
@@ -306,34 +396,44 @@ def report(
 
 @app.command()
 def watch(
-    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
-    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    run_id: RunArg = None,
+    directory: DirOpt = None,
     once: Annotated[bool, typer.Option("--once", metavar="", help="Print one frame and exit.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one frame as exactly one JSON object.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="",
+                                          help="Print one frame as exactly one JSON object.")] = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Watch a run live from another terminal (read-only, no lock): champion, current trial, budgets,
-    last attempts. `q` or Ctrl-C leaves."""
-    from ratchet.commands.watch import read_frame, watch_run
+    """Watch a run live from another terminal (read-only, no lock); `q` or Ctrl-C leaves.
+
+    Started before its run can be read (`ratchet run` starting up), it waits up to 120 s for it.
+    """
+    from ratchet.commands.watch import RUN_WAIT_S, read_frame, watch_run
     from ratchet.present.watch import render_frame
 
+    where = directory or Path(".")
     if once or as_json:
-        execute("watch", as_json, debug, lambda: read_frame(directory, run_id), lambda r: out().print(render_frame(r)))
+        execute("watch", as_json, debug, lambda: read_frame(existing_dir(where), run_arg("watch", run_id, where)),
+                lambda r: out().print(render_frame(r)))
     else:
-        execute("watch", False, debug, lambda: watch_run(directory, run_id, out()), lambda r: None)
+        execute("watch", False, debug,
+                lambda: watch_run(existing_dir(where), run_arg("watch", run_id, where), out(), RUN_WAIT_S),
+                lambda r: None)
 
 
 @app.command(cls=_Command)
 def abandon(
-    run_id: Annotated[str, typer.Argument(help="The unfinished run to give up.")],
-    directory: Annotated[Path, typer.Option("--dir", help="Project directory.")] = Path("."),
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The unfinished run to give up (its id: "
+                                                              "`ratchet runs` lists them).")],
+    directory: DirOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Give up an interrupted run for good (stop reason abandoned; nothing is deleted)."""
     from ratchet.commands.abandon import abandon_run
 
-    execute("abandon", as_json, debug, lambda: abandon_run(directory, run_id),
+    where = directory or Path(".")
+    execute("abandon", as_json, debug,
+            lambda: abandon_run(existing_dir(where), run_arg("abandon", run_id, where) or ""),
             lambda r: out().print(f"run [bold]{r['run_id']}[/] abandoned (it was {r['state_before']}); "
                                 "its ledger, jobs and report are kept"))
 
@@ -341,7 +441,7 @@ def abandon(
 @app.command(cls=_Command)
 def verify(
     run_id: RunArg = None,
-    directory: DirOpt = Path("."),
+    directory: DirOpt = None,
     key: Annotated[Path | None, typer.Option("--key", metavar="PUBKEY",
                                              help="Public key file to check the signatures against.")] = None,
     as_json: JsonOpt = False,
@@ -351,13 +451,14 @@ def verify(
     from ratchet.commands.verify import verify_run
     from ratchet.present.verification import render_verify
 
-    execute("verify", as_json, debug, lambda: verify_run(directory, run_id, key),
+    where = directory or Path(".")
+    execute("verify", as_json, debug, lambda: verify_run(existing_dir(where), run_arg("verify", run_id, where), key),
             lambda r: render_verify(out(), err(), r))
 
 
 @app.command(cls=_Command)
 def calibrate(
-    directory: DirArg = Path("."),
+    directory: DirArg = None,
     rev: Annotated[str | None, typer.Option("--rev", metavar="REV",
                                             help="Measure this git revision instead of HEAD.")] = None,
     seeds: Annotated[int | None, typer.Option(
@@ -365,6 +466,7 @@ def calibrate(
     effect: Annotated[float | None, typer.Option(
         "--effect", metavar="E", help="A gain worth detecting (metric units; examples: a pass rate): suggest "
                                       "gate.units for it.")] = None,
+    dir_option: DirOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -373,9 +475,10 @@ def calibrate(
     from ratchet.present.calibration import render_calibrate
     from ratchet.present.progress import LogUI, RichUI
 
+    where = project_dir(directory, dir_option)
     ui = LogUI(err()) if as_json else RichUI(err())
     execute("calibrate", as_json, debug,
-            lambda: calibrate_project(directory, rev=rev, seeds=seeds, effect=effect, ui=ui),
+            lambda: calibrate_project(_project_path(where), rev=rev, seeds=seeds, effect=effect, ui=ui),
             lambda r: render_calibrate(out(), r))
 
 

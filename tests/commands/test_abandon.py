@@ -80,6 +80,22 @@ def test_abandon_stops_the_run_for_good_and_deletes_nothing(project: Path):
     assert code == 2 and out["error"]["code"] == "run.finished"
 
 
+def test_an_abandoned_run_keeps_the_wall_time_it_used(project: Path):
+    from ratchet.core.state import fold
+    from ratchet.ledger.events import scan_log
+
+    run_id = _killed_run(project)
+    ledger = project / ".ratchet" / "runs" / run_id / "events.jsonl"
+    used = fold(scan_log(ledger)[0]).budget_used.wall_s
+    assert used > 0, "the killed run spent its preflight and attempt 1's start: some wall time"
+    code, _, err = ratchet("abandon", run_id, "--dir", str(project))
+    assert code == 0, err
+    code, out, _ = ratchet("status", run_id, "--dir", str(project))
+    assert code == 0 and out["result"]["ledger"]["state_from"] == "index"  # the abandon synced the index
+    assert out["result"]["budget"]["used"]["wall_s"] == pytest.approx(used)
+    assert fold(scan_log(ledger)[0]).budget_used.wall_s == pytest.approx(used)
+
+
 def test_abandon_refuses_a_run_another_process_is_writing_naming_its_pid(project: Path):
     run_id = _killed_run(project)
     with acquire_lock(project / ".ratchet" / "runs" / run_id):

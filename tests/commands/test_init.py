@@ -111,7 +111,7 @@ def test_the_readme_commands_take_a_new_project_to_a_promotion(tmp_path: Path):
         proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=900)
         assert proc.returncode == 0, f"{command}: {proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-        if command.startswith("ratchet run"):
+        if command.startswith("ratchet run "):
             result = json.loads(proc.stdout)["result"]
             assert result["promotions"] >= 1, result
             assert result["holdout"]["verdict"] == "accepted", result

@@ -10,13 +10,17 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import user_venv
 from jobkit import needs_bwrap, spec
 
 from ratchet.compute import slurm
-from ratchet.compute.base import ArtifactSpec, Resources
+from ratchet.compute.base import ArtifactSpec, Resources, SandboxSpec
+from ratchet.compute.env import job_env
+from ratchet.compute.job_programs import job_programs
 from ratchet.compute.slurm import SlurmExecutor, max_poll_rounds
 from ratchet.compute.slurm_states import parse_show_job
 from ratchet.core.contract import SlurmSection
@@ -245,6 +249,18 @@ def test_sandboxed_task_runs_under_bwrap_on_the_node(work, jobs_dir):
                              work, mode="bwrap")])
     assert result.state == "ok", result.reason
     assert "bwrap" in result.stdout_tail and "no-home" in result.stdout_tail
+
+
+@needs_bwrap
+def test_a_sandboxed_task_runs_the_python3_of_the_jobs_path_with_its_packages(work, jobs_dir, tmp_path):
+    venv = user_venv(tmp_path / "home" / ".venvs" / "work")
+    path = f"{venv}/bin:/usr/bin:/bin"
+    sandbox = SandboxSpec("bwrap", read_only=job_programs(None, path).binds(), path=path)
+    job = replace(spec("venv", "python3 -c 'import onlyhere; print(onlyhere.__file__)'", work, mode="bwrap"),
+                  sandbox=sandbox, env=job_env("RATCHET_SEED", 7, "venv", "candidate", "u0", sandbox=sandbox))
+    (result,) = SlurmExecutor(jobs_dir, 1, FAST).run([job])
+    assert result.state == "ok", (result.reason, result.stderr_tail)
+    assert result.stdout_tail.startswith(str(venv)), result.stdout_tail
 
 
 def test_memory_limit_ends_a_task_out_of_memory(work, jobs_dir):

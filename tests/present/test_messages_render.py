@@ -13,7 +13,8 @@ from ratchet.present.render import render_status
 from ratchet.present.report.markdown import render_report
 from ratchet.present.status import status_result
 
-HOLDOUT = Judgment("holdout", "accepted", "significant_gain", "", 0.28, (0.27, 0.29), 1.5e-5, 16, 0.05, 0)
+HOLDOUT = Judgment("holdout", "accepted", "significant_gain", "", 0.28, (0.27, 0.29), 1.5e-5, 16, 0.05, 0,
+                   champion_mean=0.6, candidate_mean=0.88)
 GATE = {"alpha": 0.05, "multiplicity": "campaign", "units": [10, 20, 40], "min_effect": 0.0,
         "min_effect_rel": 0.0, "confirm": True}
 
@@ -33,8 +34,8 @@ def test_status_of_an_interrupted_run_does_not_repeat_its_state_and_shows_the_ho
                         champion=Champion("c" * 40, "t" * 40, 0.28, (0.27, 0.29), 3), holdout=HOLDOUT)
     text = _render(status_result(promoted, None))
     assert "run r2: stopped (budget_exhausted: max_wall)" in text and "forecast, not spent: 51 s used" in text
-    assert ("holdout (final champion vs baseline, 16 units never used for selection): accepted, estimate 0.28 "
-            "[0.27, 0.29], p 1.50e-05") in text
+    assert ("holdout (final champion vs baseline, 16 units never used for selection): accepted, gain 0.28 "
+            "[0.27, 0.29] (baseline 0.6 -> champion 0.88), p 1.50e-05") in text
 
 
 def test_an_examples_report_counts_its_val_trials_and_names_the_test_split_the_only_headline():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import repo_fixture
-from helpers import ratchet
+from helpers import events, ratchet
 from repo_fixture import git
 
 from ratchet.core.payloads import ChampionPromoted
@@ -85,20 +85,88 @@ def test_each_attempt_is_diffed_against_the_champion_of_its_time():
     assert champion_trees([1, 2, 3, 4, 5], promotions, "T0") == {1: "T0", 2: "T0", 3: "T2", 4: "T2", 5: "T4"}
 
 
-def _page_checks(driver, url: str, shots: Path, name: str) -> None:
-    """Open `url`; fail on console errors, a blank page, or horizontal scroll at 375 px (screen and
-    print); save screenshots at desktop width and at 375 px."""
-    driver.set_window_size(1100, 1400)
+WRAPPED_NUMBERS_JS = """
+const wrapped = [];
+for (const td of document.querySelectorAll('td.num')) {
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  const tops = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const rect of range.getClientRects()) {
+      if (rect.width > 0 && !tops.some(t => Math.abs(t - rect.top) < 3)) tops.push(rect.top);
+    }
+  }
+  if (tops.length > 1) wrapped.push(td.innerText);
+}
+return wrapped;
+"""
+"""The numeric cells whose text runs over more than one line."""
+
+CUT_WORDS_JS = """
+const canvas = document.createElement('canvas').getContext('2d');
+const cut = [];
+for (const td of document.querySelectorAll('td.text, td.wide')) {
+  const style = getComputedStyle(td);
+  const room = td.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    canvas.font = getComputedStyle(node.parentElement).font;
+    for (const word of node.textContent.split(/\\s+/)) {
+      if (word.length > arguments[0]) continue;
+      if (canvas.measureText(word).width > room + 1) cut.push([word, room]);
+    }
+  }
+}
+return cut;
+"""
+"""Words (up to arguments[0] characters) wider than the text cell holding them: a column squeezed
+until a word breaks mid-word."""
+
+LONGEST_WHOLE_WORD = 16
+"""Words up to this many characters must fit their cell whole; longer ones (paths, long numbers in
+a reason) may wrap inside a wide cell."""
+
+
+def _table_checks(driver, width: int) -> None:
+    """At the current viewport: no numeric cell wraps, no word of a text cell is cut, and every
+    table sits in a container that scrolls sideways (so the page itself never does)."""
+    assert driver.execute_script(WRAPPED_NUMBERS_JS) == [], f"numbers wrapped at {width} px"
+    cut = driver.execute_script(CUT_WORDS_JS, LONGEST_WHOLE_WORD)
+    assert cut == [], f"words cut mid-word at {width} px: {cut[:5]}"
+    overflow = driver.execute_script(
+        "return [...document.querySelectorAll('table')].map(t => getComputedStyle(t.parentElement).overflowX)")
+    assert overflow and set(overflow) == {"auto"}, overflow
+
+
+def _shot(driver, shots: Path, name: str, selector: str | None = None) -> None:
+    """A screenshot of the viewport, or of the element `selector` (a table section) only."""
+    if selector is None:
+        driver.save_screenshot(str(shots / name))
+    else:
+        driver.find_element("css selector", selector).screenshot(str(shots / name))
+
+
+def _page_checks(driver, url: str, shots: Path, name: str, focus: str = "#attempts") -> None:
+    """Open `url`; fail on console errors, a blank page, horizontal scroll at 375 px (screen and
+    print), a wrapped number or a word cut mid-word at 1280 and 375 px; save screenshots of the page
+    and of the `focus` section at both widths."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 1280, "height": 1400, "deviceScaleFactor": 1, "mobile": False})
     driver.get(url)
     text = driver.execute_script("return document.body.innerText")
     assert len(text) > 500 and "Headline: the holdout" in text, f"blank or broken page: {text[:200]!r}"
     assert driver.execute_script("return document.querySelectorAll('svg').length") >= 3
-    driver.save_screenshot(str(shots / f"{name}.png"))
+    _table_checks(driver, 1280)
+    _shot(driver, shots, f"{name}.png")
+    _shot(driver, shots, f"{name}-{focus.strip('#')}.png", focus)
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": 375, "height": 800, "deviceScaleFactor": 2, "mobile": True})
     driver.get(url)
     widths = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
     assert widths[0] <= widths[1] == 375, f"horizontal scroll at 375 px: content {widths[0]} px wide"
+    _table_checks(driver, 375)
+    _shot(driver, shots, f"{name}-{focus.strip('#')}-375.png", focus)
     for details in driver.find_elements("css selector", "section#details details"):
         driver.execute_script("arguments[0].open = true", details)  # long diffs and reports must wrap too
     widths = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
@@ -132,7 +200,9 @@ def test_benchmark_report_renders_cleanly_in_chromium(finished_run, chromium, tm
     html = page.read_text()
     assert html.count('<details id="attempt-') == 6 and "+x = " in html  # each attempt's diff, folded
     _page_checks(chromium, page.as_uri(), tmp_path, "report-html")
-    _keep_screenshots(tmp_path, ["report-html.png", "report-html-375.png"])
+    assert "parameters" in chromium.execute_script("return [...document.querySelectorAll('section')].map(s => s.id)")
+    _keep_screenshots(tmp_path, ["report-html.png", "report-html-375.png", "report-html-attempts.png",
+                                 "report-html-attempts-375.png"])
 
 
 EXAMPLES_CONTRACT = (repo_fixture.EXAMPLES_CONTRACT
@@ -153,7 +223,8 @@ def test_examples_report_shows_per_check_pass_rates(chromium, tmp_path: Path):
     (root / "ratchet.toml").write_text(EXAMPLES_CONTRACT)
     (root / ".gitignore").write_text(".ratchet/\n")
     (root / "candidates" / "1-upper").mkdir(parents=True)
-    (root / "candidates" / "1-upper" / "solution.py").write_text("import sys\nprint(sys.stdin.read().upper())\n")
+    (root / "candidates" / "1-upper" / "solution.py").write_text(  # wrong on the inputs holding a 7
+        "import sys\ntext = sys.stdin.read()\nprint(text if '7' in text else text.upper())\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "baseline")
@@ -166,7 +237,23 @@ def test_examples_report_shows_per_check_pass_rates(chromium, tmp_path: Path):
     checks = chromium.execute_script(
         "return [...document.querySelectorAll('#splits table')].map(t => t.innerText).join('\\n')")
     assert "exact_match" in checks and "regex_match" in checks and "test (baseline)" in checks
-    _page_checks(chromium, page.as_uri(), tmp_path, "report-html-examples")
+    rows = chromium.execute_script(
+        "return [...document.querySelectorAll('#examples table')[0].querySelectorAll('tbody tr')]"
+        ".map(tr => [...tr.querySelectorAll('td')].map(td => td.innerText))")
+    test_ids = {k for e in events(root, out["result"]["run_id"]) if e["kind"] == "job.finished"
+                and e["data"]["stage"] == "holdout" and e["data"]["variant"] == "candidate"
+                and "-holdout-dev-" not in e["data"]["job_id"] and "-holdout-val-" not in e["data"]["job_id"]
+                for k in e["data"]["examples"]}
+    assert len(rows) == len(test_ids) > 0, "one row per test example the holdout measured"
+    for _, given_input, expected, output, per_check, result, _, baseline in rows:
+        wrong = "7" in given_input
+        assert re.fullmatch(r"word\d{3} alpha", given_input) and expected == given_input.upper(), given_input
+        assert output == (given_input if wrong else given_input.upper()), (given_input, output)
+        assert result == ("failed" if wrong else "passed") and baseline == "failed", (given_input, result)
+        assert ("exact_match: fail" in per_check) == wrong and "regex_match: " in per_check, per_check
+    assert [r[5] for r in rows] == sorted((r[5] for r in rows), key=lambda v: v != "failed"), "failures first"
+    _page_checks(chromium, page.as_uri(), tmp_path, "report-html-examples", focus="#examples")
+    _keep_screenshots(tmp_path, ["report-html-examples-examples.png", "report-html-examples-examples-375.png"])
 
 
 def test_html_report_of_a_missing_run_says_so(tmp_path: Path):

@@ -18,7 +18,7 @@ from repo_fixture import make_bench_repo
 
 from ratchet.commands.watch import tail_events
 from ratchet.core.payloads import PAYLOADS
-from ratchet.present.watch import build_frame, current_trial, latest_launch
+from ratchet.present.watch import build_frame, current_trial, latest_launch, render_frame
 
 PANE_WAIT_S = 60.0
 """How long a tmux test waits for text to appear in the pane (a generous bound, not a timing claim)."""
@@ -51,12 +51,71 @@ def test_current_trial_counts_finished_pairs_and_the_look_they_reach():
         tail += _job(3, unit, "champion", champ) + _job(3, unit, "candidate", cand)
     tail += _job(3, 3, "champion", 5.0)[:1]  # started, not finished
     cur = current_trial(tail, {"target_kind": "benchmark", "direction": "max"})
-    assert cur["pairs"] == 3 and cur["look"] == 2 and cur["jobs_done"] == 6 and cur["jobs_running"] == 1
+    assert cur["pairs"] == 3 and cur["look"] == 2 and cur["jobs_running"] == 1
+    # look 2's jobs (units 2 and 3), as `ratchet run`'s bar counts them; the trial's are 8
+    assert (cur["jobs_done"], cur["jobs_total"], cur["trial_jobs"]) == (2, 4, 8)
     assert cur["estimate"] == pytest.approx((0.5 + 0.1 - 0.2) / 3) and cur["judged"] is None
     assert current_trial(tail, {"target_kind": "benchmark", "direction": "min"})["estimate"] == pytest.approx(
         -(0.5 + 0.1 - 0.2) / 3)
     judged = current_trial(tail + [_ev("trial.judged", attempt=3, stage="trial", verdict="rejected")], {})
     assert judged["judged"] == "rejected"
+
+
+def test_watch_counts_a_looks_jobs_as_the_runner_measures_them():
+    """The run's job bar counts `Plan.jobs_for_look(k)` (loop.trial.measure_looks); watch, reading
+    only the ledger, must reach the same total and done at every look of a real plan."""
+    from ratchet.core.plan import compile_plan
+
+    looks = (8, 16, 32)
+    plan = compile_plan(stage="trial", attempt=2, trial=2, champion_tree="a" * 40, candidate_tree="b" * 40,
+                        target={"command": "python3 bench.py"}, looks=looks, run_salt="s")
+    facts = {"target_kind": "benchmark", "direction": "max"}
+    tail = [_ev("attempt.started", attempt=2),
+            _ev("trial.planned", attempt=2, trial=2, stage="trial", looks=list(looks), jobs=len(plan.jobs))]
+    for k in range(len(looks)):
+        first, *rest = plan.jobs_for_look(k)
+        tail += [_ev("job.started", job_id=first.job_id, attempt=2, stage="trial", variant=first.variant,
+                     unit=first.unit, pid=1)]
+        cur = current_trial(tail, facts)
+        assert (cur["jobs_done"], cur["jobs_total"]) == (0, len(plan.jobs_for_look(k))), k
+        for job in (first, *rest):
+            tail += _job(2, job.unit, job.variant, 1.0)[1:]
+        cur = current_trial(tail, facts)
+        assert (cur["jobs_done"], cur["jobs_total"]) == (len(plan.jobs_for_look(k)),) * 2, k
+        assert cur["trial_jobs"] == 64 and cur["jobs_running"] == 0
+
+
+def test_an_interrupted_runs_jobs_are_not_shown_running():
+    tail = [_ev("attempt.started", attempt=1),
+            _ev("trial.planned", attempt=1, trial=1, stage="trial", looks=[4], jobs=8)]
+    tail += _job(1, 0, "champion", 1.0)[:1] + _job(1, 0, "candidate", 1.0)[:1]
+    status = {"run_id": "r", "state": "running", "champion": {"attempt": None}, "promotions": 0,
+              "budget": {"used": {"attempts": 1}, "limits": {}}, "attempts": []}
+    assert build_frame(status, tail, {})["current"]["jobs_running"] == 2
+    for state in ("interrupted", "stopped"):
+        frame = build_frame({**status, "state": state}, tail, {})
+        assert frame["current"]["jobs_running"] == 0, state
+        assert "running)" not in _text(render_frame(frame))
+
+
+def test_the_preflight_shows_as_the_current_step_before_attempt_1():
+    job = {"job_id": "a0000-preflight-u000-champion", "attempt": 0, "stage": "preflight", "variant": "champion",
+           "unit": 0}
+    tail = [_ev("job.started", **job, pid=1)]
+    cur = current_trial(tail, {})
+    assert cur == {"attempt": None, "stage": "preflight", "jobs_total": 1, "jobs_done": 0, "jobs_running": 1}
+    status = {"run_id": "r", "state": "running", "champion": {"attempt": None}, "promotions": 0,
+              "budget": {"used": {"attempts": 0}, "limits": {}}, "attempts": []}
+    assert "preflight: the baseline measured once  jobs 0/1 (1 running)" in _text(
+        render_frame(build_frame(status, tail, {})))
+
+
+def _text(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))
+    console.print(renderable)
+    return console.export_text()
 
 
 def test_an_attempt_without_a_plan_shows_the_agent_working_and_its_launch():
@@ -175,6 +234,22 @@ def test_watch_follows_a_run_through_a_crash_its_resume_and_its_end_under_tmux(t
     assert json.loads(out)["result"]["stop_reason"] == "budget_exhausted"
     text = pane.wait_for("stopped (budget_exhausted", "last 6 of 6 attempts", "holdout")
     assert "interrupted" not in text
+    pane.keys("q")
+    pane.wait_for("WATCH-EXIT=0")
+
+
+@pytest.mark.slow
+def test_watch_started_before_the_run_waits_for_it_then_follows_it_under_tmux(tmux, small_run, tmp_path: Path):
+    root = make_bench_repo(tmp_path / "repo")
+    set_contract(root, append=small_run)
+    pane = tmux(_watch_command(), root)
+    pane.wait_for("waiting for a run to start", "q or Ctrl-C to leave")
+    run = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    run_id = json.loads(run.stdout)["result"]["run_id"]
+    text = pane.wait_for(run_id, "stopped (budget_exhausted", "last 6 of 6 attempts")
+    assert "WATCH-EXIT" not in text and "run.not_found" not in text
     pane.keys("q")
     pane.wait_for("WATCH-EXIT=0")
 

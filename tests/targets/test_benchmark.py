@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -45,6 +46,22 @@ def test_no_json_object_is_no_metric_quoting_the_tail():
     assert reading.state == "no_metric"
     assert "boom at the end" in reading.reason and "x" * 300 not in reading.reason
     assert parse_metric("", "score").state == "no_metric"
+
+
+def test_a_json_object_printed_over_several_lines_is_said_not_read():
+    out = 'loading\n' + json.dumps({"score": 0.9, "n": 3}, indent=2) + "\n"
+    reading = parse_metric(out, "score")
+    assert reading.state == "no_metric" and reading.value is None
+    assert "with 'score' printed over 4 lines" in reading.reason and "single line" in reading.reason
+    assert "printed over" not in parse_metric("no json at all\n{ not json\n}\n", "score").reason
+
+
+def test_a_metric_printed_on_stderr_is_said_not_read():
+    reading = parse_metric("working\n", "score", stderr='warning: slow\n{"score": 0.9}\n')
+    assert reading.state == "no_metric" and "only stdout is read" in reading.reason
+    reading = parse_metric('{"loss": 1}\n', "score", stderr='{"score": 0.9}\n')
+    assert "keys: loss" in reading.reason and "only stdout is read" in reading.reason
+    assert "stderr" not in parse_metric("working\n", "score", stderr='{"other": 1}\n').reason
 
 
 @pytest.mark.parametrize(

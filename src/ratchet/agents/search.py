@@ -3,7 +3,9 @@ into the params file of the candidate tree (docs/agents.md).
 
 The ledger is the only source of truth: every ask rebuilds the study from the finished attempts in
 the context (their params and measured values: `value_of`) with a sampler seeded by (campaign seed,
-attempt), so a resumed run asks exactly what the original run asked.
+attempt), so a resumed run asks exactly what the original run asked. A warm-started run
+(`loop.warm_start`) adds, before them, the trials of earlier runs of the same search recorded in its
+`run.started`, and counts them in the sampler's seed (so its first ask is not the earlier runs' first).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ class SearchAgent(Agent):
         self.config = config
         self.direction = direction
         self.trees = trees
+        self.warm: tuple[PastAttempt, ...] = ()
+        """Trials of earlier runs of the same search (params and measured value, never a verdict),
+        told to the study before this run's own; set from the run's ledger once the kernel is open."""
 
     def start(self, ctx: AgentContext) -> Action:
         """Ask the rebuilt study for parameters, write them into the params file, submit the tree."""
@@ -41,7 +46,9 @@ class SearchAgent(Agent):
         shown = ", ".join(f"{k}={_show(v)}" for k, v in params.items())
         report = (
             f"Hypothesis: the tunables {shown} score better than the champion's.\n"
-            f"Proposed by Optuna ({self.config.sampler}) after {len(ctx.history)} finished attempts; "
+            f"Proposed by Optuna ({self.config.sampler}) after {len(ctx.history)} finished attempts"
+            + (f" and {len(self.warm)} trial{'s' if len(self.warm) > 1 else ''} of earlier runs" if self.warm else "")
+            + "; "
             f"written into {self.config.file}."
         )
         return Submit(tree=tree, report=report, summary=shown, params=params)
@@ -55,7 +62,7 @@ class SearchAgent(Agent):
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        seed = (ctx.campaign_seed * 1_000_003 + ctx.attempt) % (2**32)
+        seed = (ctx.campaign_seed * 1_000_003 + len(self.warm) + ctx.attempt) % (2**32)
         sampler: optuna.samplers.BaseSampler
         if self.config.sampler == "tpe":
             sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
@@ -64,7 +71,7 @@ class SearchAgent(Agent):
         direction: Literal["maximize", "minimize"] = "maximize" if self.direction == "max" else "minimize"
         study = optuna.create_study(direction=direction, sampler=sampler)
         dists = distributions(self.config)
-        for past in ctx.history:
+        for past in (*self.warm, *ctx.history):
             if past.params is None or set(past.params) != set(dists):
                 continue
             states = optuna.trial.TrialState

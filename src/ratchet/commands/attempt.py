@@ -25,9 +25,10 @@ FIGURES = ("verdict", "reason", "reason_text", "estimate", "interval", "p_value"
 
 
 def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[str, Any]:
-    """{"run_id", "attempt", "summary", "tree", "ref", "ref_commit", "tree_present", "report", "diff",
-    "verdict", "reason", "stages": {stage: figures}, "promotion", "gave_up", "revises", "legs"} (`revises`:
-    the attempt this one revised in the same agent session, or None; `legs`: a
+    """{"run_id", "attempt", "summary", "tree", "params" (a search agent's, else None), "ref",
+    "ref_commit", "tree_present", "report", "diff", "verdict", "reason", "stages": {stage: figures},
+    "promotion", "gave_up", "revises", "legs"} (`revises`: the attempt this one revised in the same
+    agent session, or None; `legs`: a
     command agent's legs as `present.report.legs.leg_views` gives them, [] for other agents). Raises
     DataError `run.*` and `attempt.not_found`, LedgerError for a damaged ledger or a damaged report or
     diff blob (a leg's missing output blob is shown as missing)."""
@@ -57,7 +58,7 @@ def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[
         _git_diff(git, events, number, tree)
     return {
         "run_id": run.run_id, "attempt": number, "summary": submitted.summary if submitted is not None else None,
-        "tree": tree,
+        "tree": tree, "params": row["params"],
         "ref": ref, "ref_commit": ref_commit,
         "tree_present": bool(git is not None and isinstance(tree, str) and git.has_object(tree)),
         "report": blobs.get_bytes(report_blob).decode("utf-8", "replace") if isinstance(report_blob, str) else None,

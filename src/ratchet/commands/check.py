@@ -57,7 +57,7 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     sandbox = sandbox_summary(contract)
     if sandbox.get("warning"):
         warnings.append(sandbox["warning"])
-    environment = environment_summary(contract, sandbox["resolved"])
+    environment = environment_summary(contract, sandbox["resolved"], loaded.root)
     warnings.extend(environment.pop("warnings"))
     dev = len(target.dev_jobs(0, "")) if reads_history(contract) else 0  # each candidate on dev (examples)
     worst = worst_case(looks[-1], target.confirms, target.reserve_units(), contract.budget.max_attempts, dev)
@@ -151,7 +151,7 @@ def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
         return {"commit": commit, "state": "skipped", "value": None,
                 "reason": "examples targets are checked example by example when the run starts"}
     c = loaded.contract
-    sandbox = sandbox_spec(c.sandbox, resolve_mode(c.sandbox.mode))
+    sandbox = sandbox_spec(c.sandbox, resolve_mode(c.sandbox.mode), c.target.command, loaded.root)
     tree = git.tree_of(commit)
     m, tail = measure_baseline(loaded, git, tree, sandbox)
     if m.failed:
@@ -242,34 +242,46 @@ def sandbox_summary(contract: Contract) -> dict[str, Any]:
     return summary
 
 
-def environment_summary(contract: Contract, resolved: str) -> dict[str, Any]:
+def environment_summary(contract: Contract, resolved: str, root: Path | None = None) -> dict[str, Any]:
     """What a job's environment will be (see `core.jobenv`): {"path": PATH entries in order,
-    "dropped": Ratchet's venv bin directory left out (None: none), "hidden_in_sandbox": PATH
-    entries a sandboxed job cannot see (empty without the sandbox), "read_only", "read_only_missing",
-    "pass_env": {"set", "not_set"}, "warnings"}."""
+    "dropped": Ratchet's venv bin directory left out (None: none), "programs": the job's `python3`
+    and the command's program as that PATH finds them, with the prefixes the sandbox binds for
+    them (`compute.job_programs.JobPrograms.to_json`), "hidden_in_sandbox": PATH entries a
+    sandboxed job cannot see (empty without the sandbox), "read_only", "read_only_missing",
+    "pass_env": {"set", "not_set"}, "warnings"}. root: the project root (a command's first word
+    relative to it)."""
     from ratchet.compute.env import default_path, passed_env, ratchet_venv_bin
+    from ratchet.compute.job_programs import job_programs
     from ratchet.compute.sandbox import visible_paths
     from ratchet.core.jobenv import outside, path_entries
 
     s = contract.sandbox
-    entries = path_entries(default_path(s.keep_ratchet_venv))
-    hidden = outside(entries, visible_paths(s.read_only)) if resolved == "bwrap" else []
+    path = default_path(s.keep_ratchet_venv)
+    entries = path_entries(path)
+    programs = job_programs(contract.target.command, path, root)
+    hidden = outside(entries, visible_paths([*programs.binds(), *s.read_only])) if resolved == "bwrap" else []
     missing = [p for p in s.read_only if not Path(p).exists()]
     passed = passed_env(s.pass_env)
     not_set = [n for n in s.pass_env if n not in passed]
     warnings = []
     if hidden:
         warnings.append(f"PATH entries a sandboxed job cannot see: {', '.join(hidden)} (programs a job runs from "
-                        "there are not found in its sandbox; add what they need to sandbox.read_only. A command "
-                        "agent's own program is found and bound by itself: see agent above)")
+                        "there are not found in its sandbox, except python3 and the command's own program, whose "
+                        "installs are bound; add what they need to sandbox.read_only. A command agent's own program "
+                        "is found and bound by itself: see agent above)")
     if missing:
         warnings.append(f"sandbox.read_only paths that do not exist here: {', '.join(missing)}")
+    for reach in programs.reaches:
+        if reach.problem:
+            warnings.append(f"a job's {reach.word} will not run: {reach.problem} (jobs find programs on the PATH "
+                            "Ratchet was started with, less Ratchet's own venv)")
     if not_set:
         warnings.append(f"sandbox.pass_env names variables not set here (not passed): {', '.join(not_set)}")
     venv = ratchet_venv_bin()
     return {
         "path": entries,
         "dropped": venv if venv and not s.keep_ratchet_venv else None,
+        "programs": programs.to_json(),
         "hidden_in_sandbox": hidden,
         "read_only": list(s.read_only),
         "read_only_missing": missing,

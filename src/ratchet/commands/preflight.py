@@ -28,7 +28,7 @@ from ratchet.ledger.rundir import RATCHET_DIR
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Runner
 from ratchet.targets.base import UnitResult
-from ratchet.targets.benchmark import BenchmarkTarget
+from ratchet.targets.benchmark import BenchmarkTarget, baseline_error
 from ratchet.workspace.git import Git
 
 _PATH_IN_TEXT = re.compile(r"(?<![\w.])(/(?:[\w.+-]+/)*[\w.+-]+)")
@@ -54,10 +54,11 @@ def measure_baseline(loaded: LoadedContract, git: Git, tree: str, sandbox: Sandb
 
 
 def sandbox_diagnosis(kernel: Kernel, err: MeasurementError) -> MeasurementError:
-    """For a recorded preflight that failed under the sandbox (`preflight.no_metric`): measure the
+    """For a recorded preflight that failed under the sandbox (`preflight.no_metric`,
+    `preflight.missing_module`): measure the
     baseline once more without it (unrecorded); when it measures there, `preflight.sandbox_only`
     naming the likely causes; otherwise `err` unchanged."""
-    if err.code != "preflight.no_metric" or kernel.sandbox.mode != "bwrap":
+    if err.code not in ("preflight.no_metric", "preflight.missing_module") or kernel.sandbox.mode != "bwrap":
         return err
     loaded, tree = kernel.loaded, kernel.state().baseline.tree or ""
     (job,) = BenchmarkTarget(loaded.contract, kernel.sandbox, salt="preflight").preflight_jobs(tree)
@@ -97,7 +98,8 @@ def preflight_error(loaded: LoadedContract, git: Git, tree: str, sandbox: Sandbo
                     tail: str) -> MeasurementError:
     """The error for a baseline that measured nothing (`m`, with its stderr `tail`): under the
     sandbox, the baseline is measured once more without it, and when it measures there the error
-    is `preflight.sandbox_only` naming the likely causes; otherwise `preflight.no_metric`."""
+    is `preflight.sandbox_only` naming the likely causes; otherwise targets.benchmark.baseline_error
+    (`preflight.missing_module` or `preflight.no_metric`)."""
     c = loaded.contract
     quoted = f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""
     if sandbox.mode == "bwrap":
@@ -111,8 +113,4 @@ def preflight_error(loaded: LoadedContract, git: Git, tree: str, sandbox: Sandbo
                 hint="let the sandbox show what the job needs (sandbox.read_only, sandbox.network), or run without "
                      'it (sandbox.mode = "none")',
             )
-    return MeasurementError(
-        "preflight.no_metric",
-        f"the baseline does not measure: `{c.target.command}` gave {m.state}: {m.reason}" + quoted,
-        hint=f"run the command by hand in a clean checkout; it must print a JSON line with {c.target.metric!r}",
-    )
+    return baseline_error(c, sandbox, m, tail)

@@ -1,8 +1,9 @@
 """The refusals `ratchet run`, `ratchet compare` and `ratchet check` share, so `check` never passes
 what `run` then refuses: a contract that does not validate, a setting this build cannot run, a folder
 that is not the top of a git repository (a project in a subfolder of one included), a repository
-without a commit, a `sandbox.mode = "bwrap"` whose sandbox does not work here, a files agent whose
-candidates folder is missing, a budget the agent kind cannot enforce
+without a commit, a path the contract names that is missing or out of place
+(`contract_paths.check_contract_paths`), a `sandbox.mode = "bwrap"` whose sandbox does not work here,
+a files agent whose candidates folder is missing, a budget the agent kind cannot enforce
 (`core.budget.agent_kinds.unenforceable_budgets`).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ratchet.commands.contract_file import load_contract
+from ratchet.commands.contract_paths import check_contract_paths
 from ratchet.compute.factory import check_compute
 from ratchet.compute.sandbox import resolve_mode
 from ratchet.core.budget.agent_kinds import unenforceable_budgets
@@ -27,7 +29,8 @@ def check_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCon
 
     Raises ContractError (`contract.*`), UnsupportedError (`unsupported.*`), DataError /
     GitError `git.not_a_repo` (also for a project in a subfolder of a repository), GitError
-    `git.no_commits`, SandboxError `sandbox.unavailable`, DataError from the files agent's folder,
+    `git.no_commits`, ContractError `contract.path_missing` / `contract.path_scope`, SandboxError
+    `sandbox.unavailable`, DataError from the files agent's folder,
     ContractError `contract.unenforceable_budget` (not for compare, which runs no agent); all exit 2."""
     loaded = load_contract(directory)
     refuse_unsupported(loaded.contract, agent=not for_compare)
@@ -39,6 +42,7 @@ def check_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCon
                         hint="run `git init && git add -A && git commit -m baseline` first")
     git = Git(loaded.root)  # raises git.not_a_repo for a subfolder of a repository
     git.head_commit()  # raises git.no_commits with a hint
+    check_contract_paths(loaded, git, agent=not for_compare)
     resolve_mode(loaded.contract.sandbox.mode)  # raises sandbox.unavailable for a bwrap that does not work
     files = loaded.contract.agent.files
     if not for_compare and loaded.contract.agent.kind == "files" and files is not None:

@@ -5,6 +5,7 @@ report. Returns the `--json` result.
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -47,7 +48,9 @@ def load_examples_data(loaded: LoadedContract) -> ExampleData | None:
 def run_project(directory: Path, resume: str | None, ui: CampaignUI, allow_concurrent: bool = False
                 ) -> dict[str, Any]:
     """`ratchet run [DIR] [--resume RUN_ID] [--allow-concurrent]`: returns {run_id, stop_reason,
-    budget, promotions, champion, holdout, report} (and `_exit_code` 130 when interrupted). Raises
+    budget, promotions, baseline, champion, holdout, report, branch, merge} (and `_exit_code` 130 and
+    `resume` when interrupted; `merge`: the command that merges the champion, when something was
+    promoted). Raises
     DataError `run.concurrent` while another run of the project is in progress (see
     `ledger.project_lock.sole_run`) unless `allow_concurrent`."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # before the kernel's handler: as Ctrl-C
@@ -86,13 +89,24 @@ def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:
         "stop_reason": reason,
         "budget": budget,
         "promotions": status["promotions"],
+        "baseline": status["baseline"],
         "champion": status["champion"],
         "holdout": status["holdout"],
         "report": str(report),
         "branch": champion_branch(kernel.run.run_id) if status["promotions"] else None,
+        "merge": merge_command(kernel) if status["promotions"] and reason != "interrupted" else None,
     }
     if reason == "interrupted":
         result["_exit_code"] = EXIT_INTERRUPTED
         result["resume"] = f"ratchet run {kernel.loaded.root} --resume {kernel.run.run_id}"
     return result
+
+
+def merge_command(kernel: Kernel) -> str:
+    """The command that brings the run's champion into the branch checked out in the project:
+    `git merge --ff-only ratchet/<run_id>/champion` while HEAD is still the run's baseline (the
+    champion branch grows from it), a plain `git merge` once HEAD has moved on."""
+    branch = champion_branch(kernel.run.run_id)
+    moved = kernel.git.head_commit() != kernel.state().baseline.commit
+    return f"git -C {shlex.quote(str(kernel.loaded.root))} merge {'' if moved else '--ff-only '}{branch}"
 

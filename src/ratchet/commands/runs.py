@@ -1,4 +1,5 @@
-"""Reading recorded runs for `status` and `report`: find a run, fold its ledger, render its report.
+"""Reading recorded runs for `runs`, `status` and `report`: list a project's runs, find a run, fold
+its ledger, render its report.
 
 A torn last line (a kernel killed mid-write) does not stop `status`: it shows what is complete and
 says so; only an explicit resume repairs the ledger.
@@ -16,7 +17,7 @@ from typing import Any
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.events import line_payload
-from ratchet.core.payloads import ChampionPromoted, RunStarted, RunStopped, TrialJudged, given
+from ratchet.core.payloads import ChampionPromoted, JobFinished, RunStarted, RunStopped, TrialJudged, given
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.events import Event, Torn, check_chain, read_log_bytes, scan_events, scan_log
 from ratchet.ledger.files import write_exclusive
@@ -57,6 +58,42 @@ def find_run(project_root: Path, run_id: str | None) -> RunDir:
                 run_id = candidate
                 break
     return open_run(project_root, run_id)
+
+
+def list_project_runs(project_root: Path) -> dict[str, Any]:
+    """The `ratchet runs` result: {"project", "runs"}, the runs of the project at `project_root`
+    oldest first, each {run_id, mode, state, stop_reason, promotions, attempts, started}.
+
+    mode: `campaign`, `compare` or `calibrate` (run.started's); started: run.started's timestamp.
+    A run directory without run.started yet has state `starting` while a process holds its lock,
+    else `not_started` (it measured nothing); a run whose ledger cannot be read has state
+    `unreadable` and `error` {code, message} (the others are still listed). Each run is read as
+    `ratchet status` reads it (the index when it vouches for the ledger)."""
+    return {"project": str(project_root), "runs": [_run_row(RunDir(project_root, r)) for r in list_runs(project_root)]}
+
+
+def _run_row(run: RunDir) -> dict[str, Any]:
+    row: dict[str, Any] = {"run_id": run.run_id, "mode": None, "state": None, "stop_reason": None,
+                           "promotions": None, "attempts": None, "started": None}
+    try:
+        with open(run.events, "rb") as f:
+            first = json.loads(f.readline() or b"{}")
+    except (OSError, ValueError):
+        first = {}
+    started = line_payload(first) if isinstance(first, dict) and first else None
+    if not isinstance(started, RunStarted):
+        row["state"] = "starting" if is_locked(run.root) is not None else "not_started"
+        return row
+    row["mode"] = given(started.mode) or "campaign"
+    row["started"] = first.get("ts")
+    try:
+        status = run_status(run.project_root, run.run_id)
+    except RatchetError as exc:
+        row.update(state="unreadable", error={"code": exc.code, "message": exc.message})
+        return row
+    row.update(state=status["state"], stop_reason=status["stop_reason"], promotions=status["promotions"],
+               attempts=len(status["attempts"]))
+    return row
 
 
 def run_status(project_root: Path, run_id: str | None) -> dict[str, Any]:
@@ -151,6 +188,7 @@ def _report_inputs(run: RunDir, state: RunState | None = None) -> dict[str, Any]
         "campaign": contract.campaign.name,
         "gate": contract.gate.model_dump(),
         "target": contract.target.model_dump(),
+        "agent": contract.agent.model_dump(),
         "promotions": [p for e in events if isinstance(p := e.payload, ChampionPromoted)],
         "splits": given(holdout[-1].splits) if holdout else None,
         "skew_warnings": skew_warnings([{"attempt": p.attempt, "stage": p.stage, "verdict": p.verdict,
@@ -194,14 +232,19 @@ def write_report(run: RunDir, state: RunState | None = None) -> Path:
 def write_html_report(run: RunDir, state: RunState | None = None) -> Path:
     """(Re-)render `report.html` for `run` from its ledger, its blobs (each attempt's report) and
     git (each attempt's diff against the champion it was measured against); returns its path."""
+    from ratchet.commands.report_extras import example_rows, search_space
     from ratchet.present.report.html import render_html
 
     r = _report_inputs(run, state)
+    examples = r["target"].get("examples")
     data = ReportData(
         status=r["status"], campaign=r["campaign"], gate=r["gate"], target=r["target"],
         promotions=r["promotions"], splits=r["splits"], timeline=budget_timeline(r["events"]),
         details=_attempt_details(run, r["state"], r["promotions"], r["events"]), events=len(r["events"]),
-        warnings=r["skew_warnings"],
+        warnings=r["skew_warnings"], search_space=search_space(r["agent"]),
+        examples=example_rows(run, run.project_root / examples, (e.payload for e in r["events"]
+                                                                 if isinstance(e.payload, JobFinished)))
+        if examples else (),
     )
     path = run.root / HTML_REPORT_NAME
     path.write_text(render_html(data), encoding="utf-8")

@@ -6,7 +6,9 @@ to an executor), `local.py` (the local process pool) with `job_process.py` (one 
 (the files a job declared, copied back once it ended), `pids.py`,
 `reaper.py` and `cgroup.py` (every process of a job kept in reach and killed), `sandbox.py`
 (bubblewrap) with `programs.py` (where a command's program and its install prefix are, for the sandbox
-to bind), `env.py` (a job's environment), `gpus.py` (GPU devices), `slurm.py` (Slurm job arrays)
+to bind), `job_programs.py` (a job's `python3` and the command's program as the user's PATH finds them,
+and the prefixes a sandboxed job binds for them), `env.py` (a job's environment), `gpus.py` (GPU devices),
+`slurm.py` (Slurm job arrays)
 with `slurm_states.py` (what Slurm says, pure) and `slurm_task.py` (the wrapper a Slurm task runs),
 `cache.py` (the measurement cache).
 

@@ -42,11 +42,14 @@ class Resources:
 @dataclass(frozen=True)
 class SandboxSpec:
     """Sandbox settings for one job: `mode` resolved (bwrap|none); `network` allowed or not;
-    `read_only`: extra absolute paths bound read-only under bwrap; `path`: the jobs' PATH (None:
+    `read_only`: extra absolute paths bound read-only under bwrap (the install prefixes of the
+    job's programs, then `sandbox.read_only`); `path`: the jobs' PATH (None:
     `compute.env.default_path()`); `passed_env`: (name, value) pairs of `sandbox.pass_env` read
     where Ratchet runs (see `compute.env.sandbox_spec`); `read_only_root`: everything but the
     workdir and the scratch directory read-only, /tmp included (a command agent's legs: a write
-    elsewhere fails with EROFS instead of landing in a throwaway tmpfs)."""
+    elsewhere fails with EROFS instead of landing in a throwaway tmpfs); `project_file`: the project's
+    file run for a command's first word relative to the project that a clean checkout lacks
+    (`compute.job_programs.checkout_command`; None: none)."""
 
     mode: SandboxMode = "none"
     network: bool = False
@@ -54,6 +57,7 @@ class SandboxSpec:
     path: str | None = None
     passed_env: tuple[tuple[str, str], ...] = ()
     read_only_root: bool = False
+    project_file: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The environment of a job, built from values, never copied from the operator's environment:
 `core/jobenv.py` states the rule (what a job sees, the reserved names); this module applies it to
 this process (the PATH Ratchet was started with, the virtual environment it runs from, the values
-of `sandbox.pass_env`).
+of `sandbox.pass_env`, the programs that PATH finds: `job_programs.py`).
 """
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from ratchet.compute.base import SandboxMode, SandboxSpec
+from ratchet.compute.job_programs import JOB_PYTHON, bound_paths, job_programs, without_shims
+from ratchet.compute.programs import ProgramReach, program_reach
 from ratchet.core.contract import SandboxSection
 from ratchet.core.errors import RatchetError
 from ratchet.core.jobenv import JOB_LANG, is_reserved_env, job_path
@@ -29,8 +32,17 @@ def ratchet_venv_bin() -> str | None:
 
 def default_path(keep_ratchet_venv: bool = False) -> str:
     """The PATH of every job: LAUNCH_PATH without Ratchet's own virtual environment (first instead
-    with `keep_ratchet_venv`); see `core.jobenv.job_path`."""
-    return job_path(LAUNCH_PATH, ratchet_venv_bin(), keep_ratchet_venv)
+    with `keep_ratchet_venv`; see `core.jobenv.job_path`), a pyenv `shims/` entry replaced by the
+    bin directory of the version it selects (`job_programs.without_shims`)."""
+    return without_shims(job_path(LAUNCH_PATH, ratchet_venv_bin(), keep_ratchet_venv))
+
+
+def job_python(keep_ratchet_venv: bool = False) -> ProgramReach:
+    """The `python3` every job runs (`sandbox.keep_ratchet_venv` as given): found on the jobs' PATH
+    (`default_path`), with `found` (the path PATH names), `resolved` (symlinks followed) and the
+    install prefixes a sandboxed job binds for it (`prefixes`; the first is its own install: a venv,
+    a pyenv version). Never raises: when it is not found, `problem` says so."""
+    return program_reach(JOB_PYTHON, default_path(keep_ratchet_venv))
 
 
 def passed_env(names: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -40,15 +52,22 @@ def passed_env(names: Sequence[str], environ: Mapping[str, str] | None = None) -
     return {name: source[name] for name in names if name in source}
 
 
-def sandbox_spec(section: SandboxSection, mode: SandboxMode) -> SandboxSpec:
+def sandbox_spec(section: SandboxSection, mode: SandboxMode, command: str | None = None,
+                 root: Path | None = None) -> SandboxSpec:
     """The SandboxSpec of every job of a run: `section` is the contract's [sandbox]
-    (`core.contract.SandboxSection`), `mode` the resolved sandbox (`sandbox.resolve_mode`)."""
+    (`core.contract.SandboxSection`), `mode` the resolved sandbox (`sandbox.resolve_mode`),
+    `command` the target's command (None: an examples target, which runs `python3`), `root` the
+    project root. Binds read-only the install prefixes of the job's `python3` and of the command's
+    program, as the jobs' PATH finds them (`job_programs.job_programs`), then `sandbox.read_only`."""
+    path = default_path(section.keep_ratchet_venv)
+    programs = job_programs(command, path, root)
     return SandboxSpec(
         mode=mode,
         network=section.network,
-        read_only=tuple(section.read_only),
-        path=default_path(section.keep_ratchet_venv),
+        read_only=bound_paths(programs.reaches, section.read_only),
+        path=path,
         passed_env=tuple(passed_env(section.pass_env).items()),
+        project_file=programs.project_file,
     )
 
 

@@ -1,6 +1,7 @@
 """The sandbox: bubblewrap (`bwrap`) with an allow-list of mounts.
 
-A sandboxed job sees: the system directories (/usr, /bin, /lib*, /sbin, /etc) and the Python in use,
+A sandboxed job sees: the system directories (/usr, /bin, /lib*, /sbin, /etc), the Python in use and
+the `read_only` paths of its SandboxSpec (the installs of its own programs: `job_programs.py`),
 read-only; its checkout and its scratch directory, writable, each bound on its own path (never a
 parent: the job directories live under the project's `.ratchet/`); a private /tmp (read-only with the
 rest of the root for a command agent's legs: `read_only_root`); a fresh /proc in

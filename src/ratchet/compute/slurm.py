@@ -244,7 +244,8 @@ class SlurmExecutor:
         env = {**spec.env, "HOME": str(scratch), "TMPDIR": str(scratch)}
         bwrap = None
         if spec.sandbox.mode == "bwrap":
-            bwrap = wrap_argv([], workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env={})
+            bwrap = wrap_argv([], workdir=spec.workdir, scratch=scratch, network=spec.sandbox.network, env={},
+                              read_only=spec.sandbox.read_only)
             bwrap = bwrap[: bwrap.index("--")] if "--" in bwrap else bwrap
         if spec.stdin_bytes is not None:
             files.stdin.write_bytes(spec.stdin_bytes)

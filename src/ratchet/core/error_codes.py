@@ -115,6 +115,11 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                    "message names the key and its line"),
     "contract.missing": _bad_input("there is no ratchet.toml in the project directory: write one with `ratchet init`"),
     "contract.missing_key": _bad_input("a required contract key is absent: add it (`ratchet init` writes every key)"),
+    "contract.path_missing": _bad_input("a path the contract names (a check script, agent.search.file, "
+                                        "agent.command.brief, ...) is not where a run reads it (tracked in HEAD, or "
+                                        "in the working tree): fix the typo the hint names, or commit the file"),
+    "contract.path_scope": _bad_input("a path the contract names sits where scope defeats it (a search params file "
+                                      "outside scope.allowed, a check script a candidate may change): fix scope"),
     "contract.prompt_unreadable": _bad_input("an agent.llm.prompts file cannot be read: give a UTF-8 text file, its "
                                              "path relative to the project root"),
     "contract.toml": _bad_input("ratchet.toml is not valid TOML: fix the syntax at the line named"),
@@ -140,7 +145,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     # files.*: the files agent
     "files.missing": _bad_input("agent.files.path is not a directory: point it at the folder of candidate files"),
     # gate.*: the statistical gate's settings and inputs
-    "gate.bad_alpha": _bad_input("gate.alpha is outside (0, 1): choose a level such as 0.05"),
+    "gate.bad_alpha": _bad_input("a level outside (0, 1) reached the level arithmetic: a bug in Ratchet (the "
+                                 "contract takes gate.alpha in (0, 0.5] and refuses any other as contract.invalid)"),
     "gate.bad_margin": _bad_input("the effect margin is negative or not finite: set gate.min_effect and "
                                   "gate.min_effect_rel to finite values >= 0"),
     "gate.bad_max_attempts": _bad_input("budget.max_attempts is not an integer >= 1: set it to one"),
@@ -240,13 +246,20 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "plan.missing_tree": _bad_input(f"a plan's tree is not a git tree hash: {_REPORT}"),
     "plan.no_units": _bad_input("gate.units is empty: set it, e.g. [10, 20, 40]"),
     # preflight.*: the baseline measured once before the first attempt
-    "preflight.no_metric": _bad_input("the baseline does not measure: run the command by hand in a clean checkout; "
-                                      "it must print a JSON line with the metric"),
+    "preflight.missing_module": _bad_input("the baseline stopped on a ModuleNotFoundError: install the module for "
+                                           "the interpreter the message names, or give jobs the Python that has it "
+                                           "(PATH, sandbox.keep_ratchet_venv, sandbox.read_only)"),
+    "preflight.no_metric": _bad_input("the baseline does not measure: a timeout (raise target.timeout_s), or a "
+                                      "command that does not print its metric as a single-line JSON object on "
+                                      "stdout: run it by hand in a clean checkout"),
     "preflight.sandbox_only": _bad_input("the baseline measures outside the sandbox but not inside it: widen "
                                          'sandbox.read_only or sandbox.network, or set sandbox.mode = "none"'),
+    # project.*: the project directory a command is given
+    "project.no_dir": _bad_input("the project directory (DIR or --dir) does not exist or is not a directory: give "
+                                 "the directory holding ratchet.toml"),
     # run.*: which run a command acts on
-    "run.bad_id": _bad_input("the argument is not a run id (like 20261130-063650-ab12): `ratchet status` lists "
-                             "the runs"),
+    "run.bad_id": _bad_input("the argument is not a run id (like 20261130-063650-ab12), or is a project directory "
+                             "given where the run id goes: `ratchet runs --dir DIR` lists the runs"),
     "run.concurrent": _bad_input("another ratchet process is running in this project and would skew timings: "
                                  "wait, stop it, or pass --allow-concurrent"),
     "run.finished": _bad_input("the run already stopped, so there is nothing to resume or abandon: start a new run"),
@@ -256,8 +269,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "run.is_calibrate": _bad_input("the run is a `ratchet calibrate`, which does not resume: run it again"),
     "run.old_rules": _bad_input("the run was judged by older gate rules than this build's: start a new run; "
                                 "status, report and verify still read it"),
-    "run.not_found": _bad_input("no run with that id, or no run at all, in the project: `ratchet status` lists "
-                                "the runs"),
+    "run.not_found": _bad_input("no run with that id, or no run at all, in the project (or none appeared while "
+                                "`ratchet watch` waited): `ratchet runs --dir DIR` lists the runs"),
     "run.not_started": _bad_input("the run stopped before run.started was recorded and measured nothing: start a "
                                   "new run"),
     # sandbox.*

@@ -6,8 +6,9 @@ A job sees exactly:
 
 - `PATH`: the PATH Ratchet was started with, in order, without relative or empty entries and without
   the bin directory of the virtual environment Ratchet itself runs from (unless
-  `sandbox.keep_ratchet_venv`), so `python3` is the one a shell started by hand would find; the system
-  directories (SYSTEM_PATH) when nothing is left;
+  `sandbox.keep_ratchet_venv`), so `python3` is the one a shell started by hand would find (a sandbox
+  shows its install, and a pyenv `shims` entry becomes the selected version's bin directory:
+  `compute/job_programs.py`); the system directories (SYSTEM_PATH) when nothing is left;
 - `LANG=C.UTF-8`;
 - `HOME` and `TMPDIR`: the job's private scratch directory (set by the executor);
 - `target.seed_env` (default `RATCHET_SEED`): the unit's seed;

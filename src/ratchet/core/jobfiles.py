@@ -5,6 +5,7 @@ here touches a file).
 <jobs_dir>/<job_id>/    the job's directory (a run's `jobs/`, or an executor's own jobs_dir)
     stdout, stderr      the job's output, capped at its spec's output_cap_bytes each
     result.json         its JobResult, written by the executor when the job ends
+    judged.jsonl        examples shards: the kernel's verdict per example (checks, reason), for the report
     scratch/            its private HOME and TMPDIR, removed when it ends
     task.json, stdin    Slurm only: what the task wrapper runs, and the job's stdin bytes
     outcome.json        Slurm only: how the wrapper saw the job end (written atomically)
@@ -27,6 +28,7 @@ SCRATCH_NAME = "scratch"
 TASK_NAME = "task.json"
 STDIN_NAME = "stdin"
 OUTCOME_NAME = "outcome.json"
+JUDGED_NAME = "judged.jsonl"
 
 PID_SUFFIX = ".pid"
 """A pid record is `<pid_dir>/<job_id>.pid`."""
@@ -56,6 +58,11 @@ class JobFiles:
     def stdout(self) -> Path:
         """The job's stdout (capped)."""
         return self.dir / STDOUT_NAME
+
+    @property
+    def judged(self) -> Path:
+        """An examples shard's per-example verdicts, one JSON line each (targets.examples_target)."""
+        return self.dir / JUDGED_NAME
 
     @property
     def stderr(self) -> Path:

@@ -106,6 +106,10 @@ class RunStarted(Payload, frozen=True, kw_only=True):
     """compare | calibrate for a one-shot run; UNSET for a campaign."""
     examples: dict[str, Json] | None | UnsetType = UNSET
     """The examples target's fingerprint; UNSET for a benchmark."""
+    warm_start: dict[str, Json] | None | UnsetType = UNSET
+    """What the search agent warm-starts from (loop.warm_start): {"blob", "key", "runs", "trials"};
+    UNSET when the run does not warm-start (another agent, an examples target, a run recorded before
+    warm starts were)."""
 
 
 class RunResumed(Payload, frozen=True, kw_only=True):

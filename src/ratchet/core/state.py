@@ -61,7 +61,10 @@ class Champion:
 
 @dataclass(frozen=True)
 class Judgment:
-    """One recorded trial.judged: the gate's verdict on one stage of a trial."""
+    """One recorded trial.judged: the gate's verdict on one stage of a trial. `champion_mean` /
+    `candidate_mean`: each side's raw mean (metric units, not direction-normalized; a pass rate for
+    examples) over the units the stage used; None when judged without jobs. For the holdout the
+    champion side is the baseline and the candidate side the final champion."""
 
     stage: str
     verdict: str | None
@@ -73,6 +76,8 @@ class Judgment:
     units: int | None
     level: float | None
     attempt: int | None
+    champion_mean: float | None = None
+    candidate_mean: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,8 @@ class AttemptState:
     `confirm` is its stage "confirm" judgment; `gave_up` the agent's reason when it gave up, and
     `stops_campaign` whether that give-up ended the campaign (else only the attempt); `promoted`
     whether its candidate became the champion; `unresponsive` whether it ended because the agent
-    did not work (`attempt.gave_up` / `attempt.submitted` data.unresponsive); `revises` the attempt whose
+    did not work (`attempt.gave_up` / `attempt.submitted` data.unresponsive); `candidate_mean` /
+    `champion_mean`: the trial's raw means of each side (Judgment); `revises` the attempt whose
     verdict this one revises in the same agent session (`attempt.started` data.revises)."""
 
     attempt: int
@@ -100,6 +106,7 @@ class AttemptState:
     units: int | None = None
     level: float | None = None
     candidate_mean: float | None = None
+    champion_mean: float | None = None
     confirm: Judgment | None = None
     gave_up: str | None = None
     stops_campaign: bool = False
@@ -126,6 +133,7 @@ class BudgetUsed:
 class RunState:
     """Everything `ratchet status` and a resume need, folded from the events.
 
+    `baseline_mean`: the baseline's raw mean as the preflight measured it (None: no preflight value).
     `champion_mean` / `champion_bound`: the champion's raw mean (a pass rate for examples) and its
     guarding confidence bound as last measured: by the preflight, then by each trial's champion side,
     then by the promoted candidate's own measurement (None: never measured; the bound needs 2 units).
@@ -142,6 +150,7 @@ class RunState:
     contract_digest: str | None = None
     baseline: TreeRef = TreeRef(None, None)
     champion: Champion = Champion(None, None)
+    baseline_mean: float | None = None
     champion_mean: float | None = None
     champion_bound: float | None = None
     promotions: int = 0
@@ -193,6 +202,8 @@ def _judgment(d: TrialJudged) -> Judgment:
         units=d.units,
         level=d.level,
         attempt=d.attempt,
+        champion_mean=given(d.champion_mean),
+        candidate_mean=given(d.candidate_mean),
     )
 
 
@@ -211,6 +222,7 @@ class Folder:
         self.contract_digest: str | None = None
         self.baseline = TreeRef(None, None)
         self.champion = Champion(None, None)
+        self.baseline_mean: float | None = None
         self.champion_mean: float | None = None
         self.champion_bound: float | None = None
         self.preflight = [0.0, 0]  # sum of values, units: the baseline's preflight mean
@@ -354,7 +366,7 @@ class Folder:
         if d.stage == "preflight" and d.value is not None and d.state == "ok":
             self.preflight[0] += float(d.value)
             self.preflight[1] += d.units_charged or 1
-            self.champion_mean = self.preflight[0] / self.preflight[1]
+            self.champion_mean = self.baseline_mean = self.preflight[0] / self.preflight[1]
         if d.cached:
             return
         self.evaluations += d.units_charged
@@ -384,7 +396,8 @@ class Folder:
                 p_value=judgment.p_value,
                 units=judgment.units,
                 level=judgment.level,
-                candidate_mean=given(d.candidate_mean),
+                candidate_mean=judgment.candidate_mean,
+                champion_mean=judgment.champion_mean,
             )
 
     def on_champion_promoted(self, d: ChampionPromoted) -> None:
@@ -451,6 +464,7 @@ class Folder:
             contract_digest=self.contract_digest,
             baseline=self.baseline,
             champion=self.champion,
+            baseline_mean=self.baseline_mean,
             champion_mean=self.champion_mean,
             champion_bound=self.champion_bound,
             promotions=self.promotions,

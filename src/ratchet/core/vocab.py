@@ -90,7 +90,7 @@ RUN_STATUSES: Mapping[str, str] = {
 }
 """A run's state as `ratchet status` reports it."""
 
-JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown"]
+JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "skipped"]
 JOB_STATES: Mapping[str, str] = {
     "ok": "exit code 0",
     "failed": "a non-zero exit code",
@@ -100,19 +100,21 @@ JOB_STATES: Mapping[str, str] = {
     "cancelled": "killed by a cancel (Ctrl-C, a stop)",
     "lost": "the machine or the scheduler lost it (NODE_FAIL, PREEMPTED, BOOT_FAIL): it may run again",
     "unknown": "its state could not be read; never success",
+    "skipped": ("not run, or stopped, because the candidate already failed on a unit of the same look (that "
+                "look's verdict is `candidate_failed` whatever the rest would measure); no measurement"),
 }
 """How a job's process ended, before any metric is read."""
 
 MetricState = Literal["ok", "no_metric", "bad_metric"]
 METRIC_STATES: Mapping[str, str] = {
     "ok": "a finite number",
-    "no_metric": "no JSON object on stdout, or the last one lacks the key",
+    "no_metric": "no single-line JSON object on stdout, or the last one lacks the key",
     "bad_metric": "the key is there but its value is not a finite number (a string, a bool, null, NaN, inf)",
 }
 """What reading a benchmark's metric from its stdout gave."""
 
-MeasurementState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "no_metric",
-                           "bad_metric"]
+MeasurementState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "skipped",
+                           "no_metric", "bad_metric"]
 """A benchmark job's recorded state (`job.finished` data.state): its JobState, or, for a job that
 ended ok, no_metric / bad_metric when no usable metric was read."""
 

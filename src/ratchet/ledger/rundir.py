@@ -56,7 +56,8 @@ def check_run_id(run_id: str) -> str:
         raise DataError(
             "run.bad_id",
             f"{run_id!r} is not a run id",
-            "run ids look like 20261130-063650-ab12; `ratchet status` lists the runs",
+            "run ids look like 20261130-063650-ab12; `ratchet runs` lists the runs (`--dir DIR` for a project "
+            "elsewhere)",
         )
     return run_id
 
@@ -154,7 +155,8 @@ def open_run(project_root: str | os.PathLike[str], run_id: str | None = None) ->
         )
     run = RunDir(Path(project_root), run_id)
     if not run.exists():
-        raise DataError("run.not_found", f"run {run_id} does not exist in {runs_dir(project_root)}")
+        raise DataError("run.not_found", f"run {run_id} does not exist in {runs_dir(project_root)}",
+                        f"`ratchet runs --dir {project_root}` lists the project's runs")
     return run
 
 

@@ -21,8 +21,10 @@ from ratchet.core.events import Event
 from ratchet.core.state import AttemptState, BudgetUsed, Champion, Judgment, RunState, TreeRef, fold
 from ratchet.ledger.prefix import SegmentRow, prefix_end
 
-_SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired")
-"""The events whose timestamps (with their predecessors' and the last event's) fix the wall clock."""
+_SESSION_KINDS = ("run.started", "run.resumed", "ledger.repaired", "run.abandoned")
+"""The events whose timestamps (with their predecessors' and the last event's) fix the wall clock:
+a session's start, and the events fold does not count (a repair, an abandon), whose predecessor
+ends the session before them (without it an abandoned run's wall reads 0 s)."""
 
 
 class Snapshot:
@@ -85,13 +87,15 @@ class Snapshot:
 
         Only when `raw` (the ledger's bytes) starts with exactly the lines this index was built from
         (`prefix_end`), each verified by the kernel before it was indexed. Filled: run_id, state,
-        stop_reason, stop_budget, baseline, champion, promotions, attempts, holdout, budget_used,
-        limits, last_seq. Not filled (defaults; never resume from this): finished_jobs, running_jobs,
-        open_trial, trial counters, salt and the other run.started facts. The wall clock comes from
-        `fold` itself over the events it reads (session starts, repairs, the event before each, the last
-        event); every other value mirrors fold field for field. None as well when the index holds values
-        fold would read differently (a non-integer attempt number, more than one run.started, a job
-        finished twice, GPU seconds other than null or 0, which the jobs table does not keep) or on any
+        stop_reason, stop_budget, baseline, champion, baseline_mean, champion_mean, promotions,
+        attempts, holdout, budget_used, limits, last_seq. Not filled (defaults; never resume from
+        this): finished_jobs, running_jobs, open_trial, trial counters, salt and the other
+        run.started facts. The wall clock comes from `fold` itself over the events it reads (session
+        starts, repairs, the event before each, the last event); the raw means from the preflight's
+        jobs rows and the trial.judged and champion.promoted events; every other value mirrors fold
+        field for field. None as well when the index holds values fold would read differently (a
+        non-integer attempt number, more than one run.started, a job finished twice, GPU seconds
+        other than null or 0, which the jobs table does not keep) or on any
         SQLite error.
         """
         if self.last is None or self.prefix_end(raw) is None:
@@ -142,6 +146,7 @@ def _status_state(conn: sqlite3.Connection, raw: bytes, last: int) -> RunState |
     if promoted is not None:
         commit, tree, estimate, lo, hi, attempt = promoted
         champion = Champion(commit, tree, _number(estimate), _pair(lo, hi), attempt)
+    means = _Means(conn)
     return RunState(
         run_id=meta.get("run_id"),
         state=meta.get("state") or "running",
@@ -149,37 +154,77 @@ def _status_state(conn: sqlite3.Connection, raw: bytes, last: int) -> RunState |
         stop_budget=meta.get("stop_budget"),
         baseline=ref,
         champion=champion,
+        baseline_mean=means.baseline,
+        champion_mean=means.champion,
         promotions=counts.get("champion.promoted", 0),
-        attempts=_attempts(conn),
-        holdout=_last_judgment(conn, "holdout"),
+        attempts=_attempts(conn, means),
+        holdout=_last_judgment(conn, "holdout", means),
         budget_used=budget,
         limits=MappingProxyType(dict(meta.get("limits") or {})),
         last_seq=last,
     )
 
 
+class _Means:
+    """The raw means fold reads (the index keeps them only in its events table): `baseline` (the
+    preflight's mean), `champion` (as last measured: the preflight, each trial's champion side, each
+    promotion's mean, in ledger order), `judged` (trial.judged seq -> (champion_mean, candidate_mean))
+    and `trial` (attempt -> the means of its last stage-trial judgment)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        total, units, last_seq = 0.0, 0, -1
+        for value, charged, seq in conn.execute(  # summed in ledger order, as fold does
+            "SELECT value, units_charged, finished_seq FROM jobs WHERE stage = 'preflight' AND state = 'ok' "
+            "AND value IS NOT NULL AND finished_seq IS NOT NULL ORDER BY finished_seq"
+        ):
+            total += float(value)
+            units += charged or 1
+            last_seq = seq
+        self.baseline: float | None = total / units if units else None
+        latest: tuple[int, Any] = (last_seq, self.baseline)
+        self.judged: dict[int, tuple[Any, Any]] = {}
+        self.trial: dict[Any, tuple[Any, Any]] = {}
+        for seq, kind, data in conn.execute(
+            "SELECT seq, kind, data FROM events WHERE kind IN ('trial.judged', 'champion.promoted') ORDER BY seq"
+        ):
+            d = json.loads(data)
+            if kind == "champion.promoted":
+                if d.get("mean") is not None:
+                    latest = (seq, d["mean"])
+                continue
+            pair = (d.get("champion_mean"), d.get("candidate_mean"))
+            self.judged[seq] = pair
+            if d.get("stage") == "trial":
+                self.trial[d.get("attempt")] = pair
+                if pair[0] is not None:
+                    latest = (seq, pair[0])
+        self.champion: Any = latest[1]
+
+
 _JUDGMENT_COLUMNS = (
-    "stage, verdict, reason, reason_text, estimate, interval_lo, interval_hi, p_value, units, level, attempt"
+    "stage, verdict, reason, reason_text, estimate, interval_lo, interval_hi, p_value, units, level, attempt, seq"
 )
 
 
-def _judgment(row: Sequence[Any]) -> Judgment:
-    stage, verdict, reason, text, estimate, lo, hi, p_value, units, level, attempt = row
+def _judgment(row: Sequence[Any], means: _Means) -> Judgment:
+    stage, verdict, reason, text, estimate, lo, hi, p_value, units, level, attempt, seq = row
+    champion_mean, candidate_mean = means.judged.get(seq, (None, None))
     return Judgment(stage, verdict, reason, text, _number(estimate), _pair(lo, hi), _number(p_value),
-                    units, _number(level), attempt)
+                    units, _number(level), attempt, champion_mean, candidate_mean)
 
 
-def _last_judgment(conn: sqlite3.Connection, stage: str) -> Judgment | None:
+def _last_judgment(conn: sqlite3.Connection, stage: str, means: _Means) -> Judgment | None:
     row = conn.execute(
         f"SELECT {_JUDGMENT_COLUMNS} FROM judgments WHERE stage = ? ORDER BY seq DESC LIMIT 1", (stage,)
     ).fetchone()
-    return None if row is None else _judgment(row)
+    return None if row is None else _judgment(row, means)
 
 
-def _attempts(conn: sqlite3.Connection) -> tuple[AttemptState, ...]:
+def _attempts(conn: sqlite3.Connection, means: _Means) -> tuple[AttemptState, ...]:
     """AttemptState per attempts row, as fold builds them (confirm: the attempt's last confirm judgment)."""
     query = f"SELECT {_JUDGMENT_COLUMNS} FROM judgments WHERE stage = 'confirm' ORDER BY seq"
-    confirms = {row[-1]: _judgment(row) for row in conn.execute(query)}
+    confirms = {row[-2]: _judgment(row, means) for row in conn.execute(query)}
+    promoted = {attempt for (attempt,) in conn.execute("SELECT attempt FROM promotions")}
     out = []
     for row in conn.execute(
         "SELECT attempt, tree, summary, params, report_blob, launches, verdict, reason, reason_text, "
@@ -194,6 +239,8 @@ def _attempts(conn: sqlite3.Connection) -> tuple[AttemptState, ...]:
             report_blob=blob, launches=launches, verdict=verdict, reason=reason, reason_text=text,
             estimate=_number(estimate), interval=_pair(lo, hi), p_value=_number(p_value), units=units,
             level=_number(level), confirm=confirms.get(attempt), gave_up=gave_up,
+            champion_mean=means.trial.get(attempt, (None, None))[0],
+            candidate_mean=means.trial.get(attempt, (None, None))[1], promoted=attempt in promoted,
         ))
     return tuple(out)
 

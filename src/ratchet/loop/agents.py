@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ratchet.agents.base import Agent
+from ratchet.agents.base import Agent, PastAttempt
 from ratchet.compute.base import JobResult, JobSpec, run_jobs
 from ratchet.core.budget import Account, Charge, Reservation, Settlement, limits_of, spent_of, standing
 from ratchet.core.contract import Contract
@@ -108,7 +108,13 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         from ratchet.agents.search import SearchAgent
 
         assert contract.agent.search is not None
-        return SearchAgent(contract.agent.search, contract.target.direction, view)
+        search = SearchAgent(contract.agent.search, contract.target.direction, view)
+
+        def warm(kernel: Kernel) -> None:  # a resume reads the history the run recorded when it started
+            search.warm = warm_history(kernel)
+
+        link.on_bind.append(warm)
+        return search
     if kind == "command":
         from ratchet.agents.command.factory import build_command_agent
 
@@ -124,6 +130,18 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
     folder = root / contract.agent.files.path
     list_candidates(folder)  # fail now (exit 2) when the folder is missing
     return FilesAgent(folder, view)
+
+
+def warm_history(kernel: Kernel) -> tuple[PastAttempt, ...]:
+    """The earlier runs' trials the run warm-starts from, as its `run.started` recorded them
+    (loop.warm_start; () when it records none): a resume reads the same blob."""
+    from ratchet.loop.warm_start import history_of
+
+    started = kernel.recorded(RunStarted)
+    warm = given(started.warm_start) if started is not None else None
+    if not warm:
+        return ()
+    return history_of(kernel.blobs.get_json(str(warm["blob"]))["trials"])
 
 
 def reads_history(contract: Contract) -> bool:

@@ -9,6 +9,7 @@ candidates again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -55,7 +56,7 @@ from ratchet.loop.life import Stop, live_campaign, record_stopped
 from ratchet.loop.measure import Progress
 from ratchet.loop.revision import author_verdict, revisable
 from ratchet.loop.trial import TrialOutcome, measure_looks, settings_for
-from ratchet.present.progress import CampaignUI
+from ratchet.present.progress import CampaignUI, LookEnded
 from ratchet.targets.base import Target
 from ratchet.workspace.scope import check_scope
 
@@ -384,7 +385,8 @@ class Campaign:
         """Plan `stage` of attempt `number` (champion against candidate on `looks`, an examples target
         on val block `block`), walk the plan at `level` and record its verdict (`trial.judged`)."""
         plan = self.target.plan(stage, number, trial, champion_tree, candidate_tree, looks, block)
-        outcome = walk_recorded_plan(self.k, self.target, plan, level, self._margin(stage), self.ui.jobs)
+        outcome = walk_recorded_plan(self.k, self.target, plan, level, self._margin(stage), self.ui.jobs,
+                                     self.ui.look_ended)
         self._judged(number, stage, outcome.decision, outcome)
         return outcome
 
@@ -434,7 +436,8 @@ class Campaign:
         champion = state.champion.tree or ""
         plan = self.target.plan("holdout", NO_ATTEMPT, 0, state.baseline.tree or "", champion,
                                 self.target.looks("holdout"))
-        outcome = walk_recorded_plan(self.k, self.target, plan, self.contract.gate.alpha, 0.0, self.ui.jobs)
+        outcome = walk_recorded_plan(self.k, self.target, plan, self.contract.gate.alpha, 0.0, self.ui.jobs,
+                                     self.ui.look_ended)
         runner = self.k.runner(self.target, self.ui.jobs)
         extras = self.target.holdout_extras(
             champion, outcome.results or {},
@@ -447,10 +450,11 @@ class Campaign:
 
 
 def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
-                       progress: Progress | None = None) -> TrialOutcome:
+                       progress: Progress | None = None, on_look: Callable[[LookEnded], None] | None = None
+                       ) -> TrialOutcome:
     """Record `trial.planned` for `plan` with its `level` and `margin` (once: a resume finds it, and
-    judges with the margin recorded then) and walk its looks through the gate. Raises
-    measure.Interrupted on Ctrl-C."""
+    judges with the margin recorded then) and walk its looks through the gate (`on_look` hears of
+    each look's end). Raises measure.Interrupted on Ctrl-C."""
     check_recorded_plan(k, plan)
     blob = k.blobs.put_bytes(plan.canonical_bytes())
     planned = k.once(TrialPlanned(
@@ -459,7 +463,7 @@ def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, marg
     ), "attempt", "stage")
     level = planned.level  # as recorded when the stage was first planned
     margin = margin if planned.margin is UNSET else planned.margin
-    return measure_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin))
+    return measure_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin), on_look)
 
 
 def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,

@@ -247,7 +247,7 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     index.sync(log.events)
     agent_executor = make_agent_executor(agent_work_dir(loaded.root, run.run_id) / AGENT_JOBS_DIR)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor, agent_executor,
-                  sandbox_spec(contract.sandbox, mode), cache, clock,
+                  sandbox_spec(contract.sandbox, mode, contract.target.command, loaded.root), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))
 
 

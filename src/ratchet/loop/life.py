@@ -40,6 +40,7 @@ from ratchet.ledger.rundir import ONE_SHOT_MODES, RunDir, list_runs, new_run_id,
 from ratchet.loop.audit_trail import versions
 from ratchet.loop.kernel import SALT_ENV, Clock, Kernel, open_kernel, remove_agent_work_dir, utc_now
 from ratchet.loop.measure import Interrupted
+from ratchet.loop.warm_start import gather, summary
 from ratchet.targets.base import Target
 from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
 from ratchet.targets.examples import ExampleData, check_same_dataset
@@ -157,6 +158,9 @@ def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: Ex
         extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
                              "sizes": data.split.sizes(), "warnings": list(data.examples.warnings),
                              "checks_version": CHECKS_VERSION}
+    history = gather(loaded.root, kernel.run.run_id, loaded.contract, tree, git)
+    if history is not None:
+        extra["warm_start"] = summary(kernel.blobs.put_json(history), history)
     record_started(kernel, salt, commit, tree, target.reserve_units(), target.looks("trial"), **extra)
     return kernel, target
 

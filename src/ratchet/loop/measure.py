@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -64,9 +64,12 @@ class Runner:
         self.results: dict[str, JobResult] = {}
         self._lock = threading.Lock()
 
-    def measure_jobs(self, jobs: Sequence[PlannedJob], *, attempt: int, stage: str) -> dict[str, UnitResult]:
-        """Measure `jobs`; returns planned job_id -> UnitResult for every job. Raises Interrupted
-        when the executor was cancelled (tasks that finished are recorded)."""
+    def measure_jobs(self, jobs: Sequence[PlannedJob], *, attempt: int, stage: str,
+                     stop_on_failure: bool = False) -> dict[str, UnitResult]:
+        """Measure `jobs`; returns planned job_id -> UnitResult for every job. `stop_on_failure`
+        (one look of a plan): once a candidate job fails, the jobs not yet ended are cancelled and
+        recorded `skipped` (Target.skipped; a target that never skips runs them all). Raises
+        Interrupted when the executor was cancelled otherwise (tasks that finished are recorded)."""
         out: dict[str, UnitResult] = {}
         todo: list[Task] = []
         for task in self.target.tasks(jobs):
@@ -76,9 +79,25 @@ class Runner:
             else:
                 out.update(outcome.results)
         self._progress(len(out), len(jobs))
-        if todo:
-            self._run(todo, out, attempt=attempt, stage=stage, total=len(jobs))
+        why = candidate_failure(out.values()) if stop_on_failure else None
+        if todo and why is not None and not self._skippable(todo, why):
+            why = None
+        if todo:  # `why`: a resume after the failure was recorded: the rest is skipped, none submitted
+            self._run(todo, out, attempt=attempt, stage=stage, total=len(jobs), stop_on_failure=stop_on_failure,
+                      skip=why)
         return out
+
+    def _skippable(self, tasks: Sequence[Task], why: str) -> bool:
+        """Whether the target records skipped tasks (an examples look always runs to its end)."""
+        return self.target.skipped(tasks[0], None, why) is not None
+
+    def _ended_skipped(self, task: Task, result: JobResult | None, why: str, out: dict[str, UnitResult],
+                       attempt: int, stage: str, total: int) -> None:
+        outcome = self.target.skipped(task, result, why)
+        assert outcome is not None  # _skippable said so before anything was skipped
+        self._finished(outcome, attempt, stage)
+        out.update(outcome.results)
+        self._progress(len(out), total)
 
     def _known(self, task: Task, attempt: int, stage: str) -> TaskOutcome | None:
         """A task's outcome without running it: recorded (resume) or cached (recorded now)."""
@@ -93,8 +112,15 @@ class Runner:
             self._finished(outcome, attempt, stage)
         return outcome
 
-    def _run(self, todo: list[Task], out: dict[str, UnitResult], *, attempt: int, stage: str, total: int) -> None:
+    def _run(self, todo: list[Task], out: dict[str, UnitResult], *, attempt: int, stage: str, total: int,
+             stop_on_failure: bool = False, skip: str | None = None) -> None:
+        """Run `todo` (re-attaching those a previous kernel left running on a scheduler). `skip`: the
+        candidate already failed in this look: re-attached jobs are cancelled, none is submitted, and
+        every one ends `skipped` with that reason."""
         by_id = {task.job_id: task for task in todo}
+        ended: set[str] = set()
+        # job_id -> why: cancelled, or never submitted, because the candidate failed in this look
+        skipping: dict[str, str] = dict.fromkeys(by_id, skip) if skip else {}
 
         def on_submit(job_id: str, external_id: str) -> None:
             task = by_id[job_id]
@@ -104,9 +130,12 @@ class Runner:
                                     pid=int(external_id) if self.executor.external_ids_are_pids else UNSET))
 
         def on_result(result: JobResult) -> None:
-            if result.state == "cancelled":
-                return
+            ended.add(result.job_id)
             task = by_id[result.job_id]
+            if result.state == "cancelled":
+                if result.job_id in skipping:
+                    self._ended_skipped(task, result, skipping[result.job_id], out, attempt, stage, total)
+                return
             self.results[result.job_id] = result
             shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # while the other jobs run
             outcome = self.target.read(task, result)
@@ -114,13 +143,25 @@ class Runner:
             self._store(task, outcome)
             out.update(outcome.results)
             self._progress(len(out), total)
+            why = candidate_failure(outcome.results.values()) if stop_on_failure and not skipping else None
+            rest = [job_id for job_id in by_id if job_id not in ended]
+            if why is not None and rest and self._skippable([by_id[rest[0]]], why):
+                skipping.update(dict.fromkeys(rest, why))
+                self.executor.cancel(rest)  # pending ones never start; a Slurm array's tasks are scancelled
 
         recorded = {t.job_id: self.running[t.job_id] for t in todo if t.job_id in self.running}
         results: list[JobResult] = []
         if recorded and self.executor.jobs_outlive_kernel:
             batch = self.executor.reattach(recorded, on_result)
+            if skipping:
+                self.executor.cancel(list(batch.job_ids))
             results += self.executor.wait(batch)
             todo = [t for t in todo if t.job_id not in batch.job_ids]
+        if skipping:  # the candidate failed (among the re-attached jobs, or before): the rest never starts
+            why = next(iter(skipping.values()))
+            for task in todo:
+                self._ended_skipped(task, None, why, out, attempt, stage, total)
+            todo = []
         checkouts = [self.work_dir / task.job_id for task in todo]
         try:
             if todo:
@@ -131,7 +172,7 @@ class Runner:
         finally:
             for checkout in checkouts:
                 shutil.rmtree(checkout, ignore_errors=True)
-        if any(r.state == "cancelled" for r in results):
+        if any(r.state == "cancelled" and r.job_id not in skipping for r in results):
             raise Interrupted("jobs were cancelled")
 
     def _checkout(self, pool: CheckoutPool, task: Task) -> Path:
@@ -161,3 +202,12 @@ class Runner:
     def _progress(self, finished: int, total: int) -> None:
         if self.progress is not None:
             self.progress(finished, total)
+
+
+def candidate_failure(results: Iterable[UnitResult]) -> str | None:
+    """Why the rest of a look is skipped when a candidate unit among `results` failed (the look's
+    verdict is then `candidate_failed`, core.gate), or None when none did."""
+    for r in results:
+        if r.variant == "candidate" and r.failed:
+            return f"skipped: the candidate failed on unit {r.unit} ({r.job_id}) in this look"
+    return None

@@ -81,7 +81,7 @@ def compare_trees(loaded: LoadedContract, base_commit: str, base_tree: str, cand
                 preflight(kernel, target, ui)
                 plan = target.plan("trial", COMPARED_ATTEMPT, 1, base_tree, candidate_tree, target.looks("trial"))
                 margin = margin_for_state(c.gate.min_effect, c.gate.min_effect_rel, kernel.state().champion_mean)
-                outcome = walk_recorded_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs)
+                outcome = walk_recorded_plan(kernel, target, plan, c.gate.alpha, margin, ui.jobs, ui.look_ended)
             decision = outcome.decision
         record_verdict(kernel, COMPARED_ATTEMPT, "trial", decision, outcome)
         record_stopped(kernel, "compared")

@@ -5,13 +5,15 @@ walk for every target: units are seeds or examples, scores metrics or passes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ratchet.core.gate import Decision, GateSettings, UnitScore, decide
 from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.plan import Plan, retry_job
 from ratchet.loop.measure import Runner
+from ratchet.present.progress import LookEnded
 from ratchet.targets.base import Target, UnitResult
 
 FAILURE_DETAIL_CHARS = 1000
@@ -84,13 +86,23 @@ def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[
     return scores
 
 
-def measure_looks(plan: Plan, target: Target, runner: Runner, settings: GateSettings) -> TrialOutcome:
-    """Measure `plan` of `target` through `runner` look by look until the gate decides. Raises
+def measure_looks(plan: Plan, target: Target, runner: Runner, settings: GateSettings,
+                  on_look: Callable[[LookEnded], None] | None = None) -> TrialOutcome:
+    """Measure `plan` of `target` through `runner` look by look until the gate decides; a candidate
+    failure stops its look at once (the rest of the look's jobs end `skipped`: the verdict is
+    `candidate_failed` whatever they would measure). `on_look` hears of each look's end. Raises
     measure.Interrupted on Ctrl-C."""
     results: dict[str, UnitResult] = {}
     retried: dict[int, UnitResult] = {}
+    started = time.monotonic()
     for look, upto in enumerate(plan.looks):
-        results.update(runner.measure_jobs(plan.jobs_for_look(look), attempt=plan.attempt, stage=plan.stage))
+        jobs = plan.jobs_for_look(look)
+        measured = runner.measure_jobs(jobs, attempt=plan.attempt, stage=plan.stage, stop_on_failure=True)
+        results.update(measured)
+        if on_look is not None:
+            skipped = sum(1 for r in measured.values() if r.state == "skipped")
+            on_look(LookEnded(plan.attempt, plan.stage, look + 1, len(plan.looks), len(measured) - skipped,
+                              len(jobs), skipped, time.monotonic() - started))
         decision = decide(unit_scores(plan, results, retried, upto), settings)
         if decision.verdict == "continue" and decision.reason == "champion_retry":
             retry = [retry_job(j, 1) for j in plan.jobs if j.variant == "champion" and j.unit in decision.retry_units]
@@ -121,11 +133,13 @@ def _with_failure_detail(decision: Decision, plan: Plan, results: Mapping[str, U
     variant = {"candidate_failed": "candidate", "champion_failed": "champion"}.get(decision.reason)
     if variant is None:
         return decision
+    skipped = sum(1 for r in results.values() if r.state == "skipped")
+    stopped = f" The rest of the look was stopped: {skipped} job(s) skipped." if skipped else ""
     for job in plan.jobs:
         r = retried.get(job.unit) if variant == "champion" and job.unit in retried else results.get(job.job_id)
         if job.variant == variant and r is not None and r.failed:
             detail = f" First failure: unit {job.unit} ({r.job_id}): {r.state}: {r.reason}"
-            return replace(decision, reason_text=clip_middle(decision.reason_text + detail))
+            return replace(decision, reason_text=clip_middle(decision.reason_text + stopped + detail))
     return decision
 
 

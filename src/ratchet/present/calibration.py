@@ -55,7 +55,8 @@ def _render_noise(out: Console, r: Mapping[str, Any]) -> None:
 
 
 def _looks_table(levels: Sequence[Mapping[str, Any]]) -> Table:
-    table = Table("look", "units", *(f"trial {lv['trial']} (level {fmt_p(lv['level'])})" for lv in levels))
+    # lv["level"] is the attempt's share of alpha (one test at it): core.stats.calibration.level_effects
+    table = Table("look", "units", *(f"trial {lv['trial']} (share of alpha {fmt_p(lv['level'])})" for lv in levels))
     for k, look in enumerate(levels[0]["looks"]):
         table.add_row(str(k + 1), str(look["units"]), *(_cell(lv["looks"][k]["detectable"]) for lv in levels))
     return table

@@ -1,20 +1,45 @@
 """Live progress of a campaign: attempt n/N, the champion, budget used, the current trial's jobs.
 
-`RichUI` draws for people (on stderr, so stdout stays clean for `--json`); `LogUI` prints plain
-lines to stderr. The campaign only calls the `CampaignUI` methods.
+`RichUI` draws for people (on stderr, so stdout stays clean for `--json`), and prints one plain line
+per look when stderr is not a terminal (where no bar shows); `LogUI` prints plain lines to stderr,
+one per look among them. The campaign only calls the `CampaignUI` methods.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ratchet.core.payloads import TrialJudged
+from ratchet.core.payloads import TrialJudged, given
 from ratchet.core.state import RunState
-from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p, means_text
+
+
+@dataclass(frozen=True)
+class LookEnded:
+    """One look of a plan measured: attempt (0: the holdout), stage, look (1-based) of `looks`, the
+    look's jobs that ended with a result (`done`) of its `jobs`, those `skipped` after a candidate
+    failure, and the seconds since the stage began."""
+
+    attempt: int
+    stage: str
+    look: int
+    looks: int
+    done: int
+    jobs: int
+    skipped: int
+    elapsed_s: float
+
+
+def look_line(e: LookEnded) -> str:
+    """`attempt 3 trial: look 1 of 3 done: 20/20 jobs, 45s elapsed` (the holdout named as such)."""
+    who = "holdout" if e.stage == "holdout" else f"attempt {e.attempt} {e.stage}"
+    skipped = f", {e.skipped} skipped (the candidate failed)" if e.skipped else ""
+    return f"{who}: look {e.look} of {e.looks} done: {e.done}/{e.jobs} jobs{skipped}, {e.elapsed_s:.0f}s elapsed"
 
 
 class CampaignUI(Protocol):
@@ -25,6 +50,8 @@ class CampaignUI(Protocol):
     def jobs(self, done: int, total: int) -> None: ...
 
     def judged(self, attempt: int, stage: str, data: TrialJudged) -> None: ...
+
+    def look_ended(self, event: LookEnded) -> None: ...
 
     def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None: ...
 
@@ -38,12 +65,18 @@ REASON_INDENT = "    "
 
 
 def _judged_line(attempt: int, stage: str, d: TrialJudged) -> str:
+    """`attempt 3 trial: accepted (significant_gain) estimate 2.79 (champion -8.9 -> candidate -6.1)
+    bound ...`: the paired gain, then each side's raw mean (the holdout's sides: baseline and
+    champion), the bound, the interval, p and the level the stage was tested at."""
     who = "holdout" if stage == "holdout" else f"attempt {attempt} {stage}"
     kind = P_KIND_LABELS.get(d.p_value_kind or "", "")
     bound = f" bound {fmt_num(d.bound)}" if d.bound is not None else ""
-    return (f"{who}: {d.verdict} ({d.reason}) estimate {fmt_num(d.estimate)}{bound} "
+    names = ("baseline", "champion") if stage == "holdout" else ("champion", "candidate")
+    means = means_text(given(d.champion_mean), given(d.candidate_mean), names)
+    return (f"{who}: {d.verdict} ({d.reason}) estimate {fmt_num(d.estimate)}"
+            + (f" ({means})" if means else "") + f"{bound} "
             f"(95% {fmt_interval(d.interval)}, descriptive) p {fmt_p(d.p_value)}{kind} "
-            f"level {fmt_p(d.level)} units {d.units}")
+            f"level {fmt_level(d.level, d.p_value)} units {d.units}")
 
 
 P_KIND_LABELS = {"exact": " (exact)", "bound": " (bound)", "monte_carlo": " (Monte Carlo)"}
@@ -79,8 +112,10 @@ def _attempt_line(attempt: int, max_attempts: int, state: RunState) -> str:
     used = state.budget_used
     champ = state.champion
     who = "baseline" if champ.attempt is None else f"attempt {champ.attempt}"
+    mean = f"mean {fmt_num(state.champion_mean)}" if state.champion_mean is not None else ""
+    gain = f"+{fmt_num(champ.estimate)} {fmt_interval(champ.interval)}" if champ.estimate is not None else ""
     return (f"attempt {attempt}/{max_attempts} | champion: {who}"
-            + (f" (+{fmt_num(champ.estimate)} {fmt_interval(champ.interval)})" if champ.estimate is not None else "")
+            + (f" ({', '.join(part for part in (mean, gain) if part)})" if mean or gain else "")
             + f" | promotions {state.promotions} | job-units {used.evaluations} | wall {used.wall_s:.0f}s")
 
 
@@ -96,6 +131,10 @@ class LogUI:
 
     def jobs(self, done: int, total: int) -> None:
         """Job progress is not logged line by line."""
+
+    def look_ended(self, event: LookEnded) -> None:
+        """One line per look (a log, unlike a terminal, shows no bar)."""
+        self.console.print(look_line(event), markup=False)
 
     def judged(self, attempt: int, stage: str, data: TrialJudged) -> None:
         """One line per verdict, then why when it is not an acceptance."""
@@ -136,6 +175,11 @@ class RichUI(LogUI):
             self.progress.start()
             self.task = self.progress.add_task("jobs", total=total)
         self.progress.update(self.task, completed=done, total=total)
+
+    def look_ended(self, event: LookEnded) -> None:
+        """The bar shows a terminal the jobs; outside one (stderr piped to a log), one line per look."""
+        if not self.console.is_terminal:
+            super().look_ended(event)
 
     def _end_bar(self) -> None:
         if self.task is not None:

@@ -78,9 +78,29 @@ def fmt_p(p: float | None) -> str:
     return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
 
+def fmt_level(level: float | None, p_value: float | None = 0.0) -> str:
+    """A trial's level (the significance level its test ran at): `-` when no test ran (`p_value`
+    None: decided without jobs) or no level was granted (0), else 3 significant digits."""
+    if level is None or level == 0 or p_value is None:
+        return "-"
+    return fmt_p(level)
+
+
 def look_stops_text(looks: list[int], stops: list[str]) -> str:
     """`8: futility only, 16: efficacy, 32: efficacy`: what each look (its units) can stop for."""
     return ", ".join(f"{n}: {stop}" for n, stop in zip(looks, stops, strict=True))
+
+
+def unseen_text(u: Mapping[str, Any], examples: bool) -> str:
+    """`ratchet check`'s line on what the last look's units cannot see (`gate_summary`'s `unseen`),
+    in the target's terms: seeds of a benchmark, val examples of an examples target."""
+    if examples:
+        return (f"what {u['units']} val examples cannot see: a kind of input that makes up 5% of all inputs is "
+                f"among none of them with chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); a "
+                f"solution failing none of them may still fail up to {u['ruled_out_95']:.3f} of all inputs (95%)")
+    return (f"what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
+            f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
+            f"frequencies above {u['ruled_out_95']:.3f} at 95%")
 
 
 def render_check(out: Console, r: dict[str, Any]) -> None:
@@ -128,19 +148,19 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     out.print(f"           guarantee: {g['guarantee']}")
     if g.get("betting_cost"):
         out.print(f"           {escape(g['betting_cost']['text'])}")
-    u = g["unseen"]
-    out.print(f"           what {u['units']} units cannot see: a failure on 5% of seeds shows on none of them with "
-              f"chance {u['unseen_5pct']:.2f} (10%: {u['unseen_10pct']:.2f}); no failure among them rules out "
-              f"frequencies above {u['ruled_out_95']:.3f} at 95%")
-    table = Table("trial", "level", "first-look increment", "last-look increment", "min p (first look)",
-                  "each look can stop for", "reachable")
+    out.print("           " + unseen_text(g["unseen"], examples="examples" in r))
     rows = g["levels"]
+    confirmed = any(row.get("confirm_level", 1.0) < 1.0 for row in rows)
+    out.print("           " + escape(LEVEL_WORDS_CONFIRMED if confirmed else LEVEL_WORDS))
+    table = Table("trial", "share of alpha", "level", "first-look increment", "last-look increment",
+                  "min p (first look)", "each look can stop for", "reachable")
     shown = rows if len(rows) <= 6 else rows[:3] + rows[-3:]
     for row in shown:
         incs = row["increments"]
         table.add_row(
-            str(row["trial"]), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]), fmt_p(row["min_p_first"]),
-            look_stops_text(g["looks"], row["stops"]), "yes" if row["reachable"] else "[red]no[/]",
+            str(row["trial"]), fmt_p(alpha_share(row)), fmt_p(row["level"]), fmt_p(incs[0]), fmt_p(incs[-1]),
+            fmt_p(row["min_p_first"]), look_stops_text(g["looks"], row["stops"]),
+            "yes" if row["reachable"] else "[red]no[/]",
         )
     out.print(table)
     b = r["budget"]
@@ -155,6 +175,8 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     env = r["environment"]
     out.print(f"[bold]job PATH[/] {':'.join(env['path'])}"
               + (f" [dim](without Ratchet's own {env['dropped']})[/]" if env["dropped"] else ""))
+    for line in job_program_lines(env["programs"], sb["resolved"]):
+        out.print(f"           {line}")
     if env["hidden_in_sandbox"]:
         out.print(f"           not visible in the sandbox: {', '.join(env['hidden_in_sandbox'])}")
     if env["read_only"]:
@@ -172,6 +194,39 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
         out.print(f"[yellow]warning[/]: {warning}")
     if not r["unsupported"]:
         out.print("[green]contract OK[/]")
+
+
+LEVEL_WORDS = ("share of alpha: the part of gate.alpha an attempt may spend; level: the significance level "
+               "its trial is tested at (here the same), spent over the looks in increments")
+LEVEL_WORDS_CONFIRMED = (
+    "share of alpha: the part of gate.alpha an attempt may spend; level: the significance level its trial "
+    "and its confirmation are each tested at (share = trial level x confirmation level, so a level may "
+    "exceed alpha), spent over the looks in increments")
+"""The two words `ratchet check` uses for levels, said once above its table (docs/gate.md, "Words")."""
+
+
+def alpha_share(row: Mapping[str, Any]) -> float:
+    """An attempt's share of alpha from its row of `ratchet check`'s level schedule: its trial's
+    level times its confirmation's (`confirm_level`, 1.0 without confirmation)."""
+    return float(row["level"]) * float(row.get("confirm_level", 1.0))
+
+
+def job_program_lines(programs: Mapping[str, Any], resolved: str) -> list[str]:
+    """The programs a job runs as `ratchet check` found them: `python3 -> /path (bound prefix)`,
+    and the command's own program when it is another."""
+    lines = []
+    for p in (programs["python3"], programs["command"]):
+        if p is None:
+            continue
+        if p["problem"]:
+            lines.append(f"{p['word']}: not found: {p['problem']}")
+            continue
+        real = f" (resolves to {p['resolved']})" if p["found"] != p["resolved"] else ""
+        where = "bound read-only in the sandbox" if resolved == "bwrap" else "bound when sandboxed"
+        lines.append(f"{p['word']} -> {p['found']}{real}; {where}: {', '.join(p['prefixes']) or '(nothing more)'}")
+    if programs["project_file"]:
+        lines.append(f"run from the project when a checkout lacks it: {programs['project_file']}")
+    return lines
 
 
 def agent_program_lines(agent: Mapping[str, Any]) -> list[str]:
@@ -215,8 +270,11 @@ def detectable_lines(d: Mapping[str, Any]) -> list[str]:
 
 
 def _level_line(level: Mapping[str, Any], unit: str) -> str:
+    """One trial's detectable gains. `level["level"]` is the attempt's share of alpha (one test at
+    it: core.stats.calibration.level_effects), so it is named so."""
     looks = " / ".join(str(look["units"]) for look in level["looks"])
-    return f"  trial {level['trial']} (level {fmt_p(level['level'])}): {_per_look(level)}{unit} at looks {looks}"
+    return (f"  trial {level['trial']} (one test at its share of alpha, {fmt_p(level['level'])}): "
+            f"{_per_look(level)}{unit} at looks {looks}")
 
 
 def _per_look(level: Mapping[str, Any]) -> str:
@@ -232,15 +290,32 @@ def state_text(r: dict[str, Any]) -> str:
     return f"{r['state']} ({reason}" + (f": {r['stop_budget']}" if r.get("stop_budget") else "") + ")"
 
 
+def means_text(before: float | None, after: float | None, names: tuple[str, str] = ("champion", "candidate")
+               ) -> str:
+    """`champion 0.812 -> candidate 0.867`: two raw means (metric units) next to a gain; "" when
+    neither was measured."""
+    if before is None and after is None:
+        return ""
+    return f"{names[0]} {fmt_num(before)} -> {names[1]} {fmt_num(after)}"
+
+
+def params_text(params: Mapping[str, Any] | None) -> str:
+    """`C=0.5, depth=4`: a search agent's parameters in their recorded order, "" for None."""
+    if not params:
+        return ""
+    return ", ".join(f"{k}={fmt_num(v) if isinstance(v, float) else v}" for k, v in params.items())
+
+
 def holdout_text(h: dict[str, Any] | None, promotions: int) -> str:
     """The holdout line of `status`: the final champion against the baseline on units no
-    decision used, or why there is none."""
+    decision used (the gain, then both raw means), or why there is none."""
     if h is None:
         return ("holdout: none (nothing was promoted: the champion is the baseline)" if not promotions
                 else "holdout: not measured yet (it runs when the run stops)")
+    means = means_text(h.get("baseline_mean"), h.get("champion_mean"), ("baseline", "champion"))
     return (f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
-            f"{h.get('verdict') or '-'}, estimate {fmt_num(h['estimate'])} {fmt_interval(h['interval'])}, "
-            f"p {fmt_p(h['p_value'])}")
+            f"{h.get('verdict') or '-'}, gain {fmt_num(h['estimate'])} {fmt_interval(h['interval'])}"
+            + (f" ({means})" if means else "") + f", p {fmt_p(h['p_value'])}")
 
 
 def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
@@ -249,18 +324,49 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
     out.print(f"run [bold]{escape(str(r['run_id']))}[/]: {escape(state_text(r))}")
     if r.get("stop_detail"):
         out.print(f"  {escape(r['stop_detail'])}")
-    c = r["champion"]
+    c, b = r["champion"], r["baseline"]
+    out.print(f"baseline: commit {str(b['commit'])[:10]} mean {fmt_num(b.get('mean'))}")
     out.print(f"champion: {('attempt ' + str(c['attempt'])) if c['attempt'] else 'baseline'} "
-              f"commit {str(c['commit'])[:10]} estimate {fmt_num(c['estimate'])}; promotions {r['promotions']}")
+              f"commit {str(c['commit'])[:10]} mean {fmt_num(c.get('mean'))}"
+              + (f" (gain at promotion {fmt_num(c['estimate'])})" if c["attempt"] else "")
+              + f"; promotions {r['promotions']}")
+    if c.get("params"):
+        out.print(f"best parameters: {escape(params_text(c['params']))}")
     out.print(escape(holdout_text(r.get("holdout"), r["promotions"])))
     used, limits = r["budget"]["used"], r["budget"]["limits"]
     out.print(f"budget: attempts {used['attempts']}/{limits.get('max_attempts')}, job-units {used['evaluations']}, "
               f"cpu h {used['cpu_hours']:.3f}, wall {used['wall_s']:.0f}s")
-    table = Table("#", "summary", "verdict", "reason", "estimate", "interval", "p", "units")
+    table = Table("#", "summary", "verdict", "reason", "gain", "interval", "champion mean", "candidate mean",
+                  "p", "level", "units")
     for a in r["attempts"]:
         table.add_row(str(a["attempt"]), escape((a.get("summary") or "")[:40]), str(a["verdict"] or "-"),
                       escape(str(a["reason"] or "-")), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
-                      fmt_p(a["p_value"]), str(a["units"] or "-"))
+                      fmt_num(a.get("champion_mean")), fmt_num(a.get("candidate_mean")),
+                      fmt_p(a["p_value"]), fmt_level(a.get("level"), a["p_value"]), str(a["units"] or "-"))
     out.print(table)
     for w in r.get("warnings", []):
         err.print(f"[yellow]warning[/]: {escape(w)}")
+
+
+_RUN_STATE_STYLE = {"running": "green", "stopped": "blue", "interrupted": "yellow", "unreadable": "red"}
+
+
+def render_runs(out: Console, r: dict[str, Any]) -> None:
+    """`ratchet runs` for people: one table row per run, oldest first, and how to see one."""
+    if not r["runs"]:
+        out.print(f"no runs in {escape(r['project'])} yet: `ratchet run` starts one")
+        return
+    table = Table("run", "mode", "state", "stop reason", "promotions", "attempts", "started (UTC)")
+    for row in r["runs"]:
+        state = str(row["state"])
+        table.add_row(escape(row["run_id"]), escape(str(row["mode"] or "-")),
+                      f"[{_RUN_STATE_STYLE.get(state, 'dim')}]{escape(state)}[/]",
+                      escape(str(row["stop_reason"] or "-")), str(row["promotions"] if row["promotions"] is not None
+                                                                  else "-"),
+                      str(row["attempts"] if row["attempts"] is not None else "-"),
+                      escape(str(row["started"] or "-").replace("T", " ")[:19]))
+    out.print(table)
+    for row in r["runs"]:
+        if row.get("error"):
+            out.print(f"[red]{escape(row['run_id'])}[/]: {escape(row['error']['message'])}")
+    out.print(f"[dim]one run: ratchet status RUN --dir {escape(r['project'])}[/]")

@@ -21,13 +21,16 @@ def final_verdict(a: AttemptState) -> tuple[str | None, str | None]:
 
 def attempt_row(a: AttemptState) -> dict[str, Any]:
     """One attempt for status and reports: {attempt, summary, verdict, reason, reason_text,
-    estimate, interval, p_value, units, level, confirm}."""
+    estimate, interval, p_value, units, level, champion_mean, candidate_mean, params, promoted,
+    confirm}. `estimate` is the paired gain (direction-normalized); `champion_mean` and
+    `candidate_mean` the raw means of each side over the trial's units (None: no jobs ran)."""
     verdict, reason = final_verdict(a)
     confirm = None
     if a.confirm is not None:
         c = a.confirm
         confirm = {"verdict": c.verdict, "reason": c.reason, "estimate": c.estimate,
-                   "interval": list(c.interval) if c.interval else None, "p_value": c.p_value, "units": c.units}
+                   "interval": list(c.interval) if c.interval else None, "p_value": c.p_value, "units": c.units,
+                   "level": c.level, "champion_mean": c.champion_mean, "candidate_mean": c.candidate_mean}
     return {
         "attempt": a.attempt,
         "summary": a.summary,
@@ -39,13 +42,31 @@ def attempt_row(a: AttemptState) -> dict[str, Any]:
         "p_value": a.p_value,
         "units": a.units,
         "level": a.level,
+        "champion_mean": a.champion_mean,
+        "candidate_mean": a.candidate_mean,
+        "params": dict(a.params) if a.params is not None else None,
+        "promoted": a.promoted,
         "confirm": confirm,
     }
 
 
+def best_params(state: RunState) -> dict[str, Any] | None:
+    """The champion's parameters (a search agent's `attempt.submitted` data.params of the promoted
+    attempt), or None while the champion is the baseline or its attempt recorded none."""
+    if state.champion.attempt is None:
+        return None
+    a = state.attempt(state.champion.attempt)
+    return dict(a.params) if a is not None and a.params is not None else None
+
+
 def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
     """The `ratchet status` result. `lock_holder`: pid of the kernel holding the run's lock, or None;
-    a run recorded as running whose lock nobody holds was killed: it is reported `interrupted`."""
+    a run recorded as running whose lock nobody holds was killed: it is reported `interrupted`.
+
+    Gains (`estimate`) are paired and direction-normalized; next to them, raw means in metric units
+    (a pass rate for examples): `baseline.mean` (the preflight's), `champion.mean` (as last
+    measured), each attempt's `champion_mean` / `candidate_mean`, and the holdout's `baseline_mean` /
+    `champion_mean`. `champion.params`: the champion's parameters (search agent; else None)."""
     run_state = state.state
     if run_state == "running" and lock_holder is None:
         run_state = "interrupted"
@@ -54,7 +75,8 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
     if state.holdout is not None:
         h = state.holdout
         holdout = {"verdict": h.verdict, "estimate": h.estimate, "interval": list(h.interval) if h.interval else None,
-                   "p_value": h.p_value, "units": h.units}
+                   "p_value": h.p_value, "units": h.units, "level": h.level,
+                   "baseline_mean": h.champion_mean, "champion_mean": h.candidate_mean}
     return {
         "run_id": state.run_id,
         "state": run_state,
@@ -62,13 +84,15 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
         "stop_budget": state.stop_budget,
         "stop_detail": state.stop_detail if run_state != "running" else None,
         "kernel_pid": lock_holder,
-        "baseline": {"commit": state.baseline.commit, "tree": state.baseline.tree},
+        "baseline": {"commit": state.baseline.commit, "tree": state.baseline.tree, "mean": state.baseline_mean},
         "champion": {
             "commit": state.champion.commit,
             "tree": state.champion.tree,
             "estimate": state.champion.estimate,
             "interval": list(state.champion.interval) if state.champion.interval else None,
             "attempt": state.champion.attempt,
+            "mean": state.champion_mean,
+            "params": best_params(state),
         },
         "promotions": state.promotions,
         "holdout": holdout,

@@ -9,11 +9,12 @@ kernel that died shows as interrupted) and reads keys without blocking.
 from __future__ import annotations
 
 import os
+import re
 import select
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -51,6 +52,10 @@ NOTE_CHARS = 200
 
 QUIT_KEYS = frozenset("qQ")
 
+_RETRY_ID = re.compile(r"-r[0-9]+$")  # a champion retry's job id (core.plan.retry_job)
+
+T = TypeVar("T")
+
 
 def build_frame(status: Mapping[str, Any], tail: Sequence[Payload], facts: Mapping[str, Any]) -> dict[str, Any]:
     """The `ratchet watch --json` result.
@@ -71,6 +76,9 @@ def build_frame(status: Mapping[str, Any], tail: Sequence[Payload], facts: Mappi
         budgets.append({"name": label, "used": used.get(key), "limit": limit or None,
                         "share": (used.get(key) or 0) / limit if limit else None})
     forecast = next_stop(used, limits)
+    current = current_trial(tail, facts)
+    if current is not None and status.get("state") != "running":
+        current["jobs_running"] = 0  # a stopped or interrupted run's jobs were killed with it (or were never reaped)
     keys = ("run_id", "state", "stop_reason", "stop_budget", "kernel_pid", "champion", "promotions", "holdout")
     return {
         **{k: status.get(k) for k in keys},
@@ -78,7 +86,7 @@ def build_frame(status: Mapping[str, Any], tail: Sequence[Payload], facts: Mappi
         "forecast": forecast,
         "attempts": len(status["attempts"]),
         "last_attempts": list(status["attempts"][-LAST_ATTEMPTS_SHOWN:]),
-        "current": current_trial(tail, facts),
+        "current": current,
         "launch": latest_launch(tail),
         "ledger": status.get("ledger"),
         "warnings": list(status.get("warnings") or []),
@@ -108,23 +116,29 @@ def next_stop(used: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, A
 
 def current_trial(tail: Sequence[Payload], facts: Mapping[str, Any]) -> dict[str, Any] | None:
     """The latest attempt and, when one is planned, its latest trial stage's progress:
-    {attempt, stage, trial, looks, look (1-based, None for examples), jobs_total (every look),
-    jobs_done, jobs_running, pairs (units with both variants measured), estimate (mean paired gain
-    so far, direction-normalized; None for examples or before a pair), judged (its verdict, or
-    None while it runs)}. None when the tail holds no attempt and no plan."""
+    {attempt, stage, trial, looks, look (1-based, None for examples), jobs_total, jobs_done,
+    jobs_running, trial_jobs (every look's), pairs (units with both variants measured), estimate
+    (mean paired gain so far, direction-normalized; None for examples or before a pair), judged
+    (its verdict, or None while it runs)}. A benchmark's jobs_total and jobs_done count the jobs
+    first needed at the latest look begun, as `ratchet run`'s job bar does (an examples trial's:
+    every look's jobs and the shards finished). Before the first attempt, the preflight:
+    {attempt None, stage "preflight", jobs_total, jobs_done, jobs_running}. None when the tail holds
+    no attempt, no plan and no preflight job."""
     attempt = next((e.attempt for e in tail if isinstance(e, AttemptStarted)), None)
     plans = [i for i, e in enumerate(tail) if isinstance(e, TrialPlanned)]
+    if not plans and attempt is None:
+        return _preflight(tail)
     if not plans:
-        return None if attempt is None else {"attempt": attempt, "stage": None}
+        return {"attempt": attempt, "stage": None}
     plan = tail[plans[-1]]
     assert isinstance(plan, TrialPlanned)
     key = (plan.attempt, plan.stage)
-    started: set[str] = set()
+    started: dict[str, int] = {}
     finished: dict[str, JobFinished] = {}
     verdict = None
     for e in tail[plans[-1] + 1:]:
         if isinstance(e, JobStarted) and (e.attempt, e.stage) == key:
-            started.add(e.job_id)
+            started[e.job_id] = e.unit
         elif isinstance(e, JobFinished) and (e.attempt, e.stage) == key:
             finished[e.job_id] = e
         elif isinstance(e, TrialJudged) and (e.attempt, e.stage) == key:
@@ -132,11 +146,42 @@ def current_trial(tail: Sequence[Payload], facts: Mapping[str, Any]) -> dict[str
     looks = list(plan.looks)
     pairs, estimate = _pairs(finished.values(), facts)
     look = None
+    total, done = plan.jobs, len(finished)
     if facts.get("target_kind") != "examples" and looks:
         look = next((i + 1 for i, n in enumerate(looks) if pairs < n), len(looks))
+        total, done = _look_jobs(looks, started, finished)
     return {"attempt": key[0], "stage": key[1], "trial": plan.trial, "looks": looks, "look": look,
-            "jobs_total": plan.jobs, "jobs_done": len(finished), "jobs_running": len(started - set(finished)),
-            "pairs": pairs, "estimate": estimate, "judged": verdict}
+            "jobs_total": total, "jobs_done": done, "jobs_running": len(set(started) - set(finished)),
+            "trial_jobs": plan.jobs, "pairs": pairs, "estimate": estimate, "judged": verdict}
+
+
+def _look_of(looks: Sequence[int], unit: int) -> int:
+    """The 0-based look that first needs `unit` (core.plan: a unit's look is the first whose
+    cumulative count exceeds its index)."""
+    return next((i for i, n in enumerate(looks) if unit < n), len(looks) - 1)
+
+
+def _look_jobs(looks: Sequence[int], started: Mapping[str, int], finished: Mapping[str, JobFinished]
+               ) -> tuple[int, int]:
+    """(jobs first needed at the latest look begun, those of them finished): two per unit, as the
+    runner measures a look (`Plan.jobs_for_look`) and `ratchet run`'s bar counts; champion retries
+    are left out (the run counts them apart)."""
+    units = {job: unit for job, unit in started.items() if not _RETRY_ID.search(job)}
+    units.update({job: d.unit for job, d in finished.items() if not _RETRY_ID.search(job)})
+    current = max((_look_of(looks, unit) for unit in units.values()), default=0)
+    total = 2 * (looks[current] - (looks[current - 1] if current else 0))
+    done = sum(1 for job in finished if job in units and _look_of(looks, units[job]) == current)
+    return total, done
+
+
+def _preflight(tail: Sequence[Payload]) -> dict[str, Any] | None:
+    """The preflight's progress from its job events, or None when none started."""
+    started = {e.job_id for e in tail if isinstance(e, JobStarted) and e.stage == "preflight"}
+    finished = {e.job_id for e in tail if isinstance(e, JobFinished) and e.stage == "preflight"}
+    if not started | finished:
+        return None
+    return {"attempt": None, "stage": "preflight", "jobs_total": len(started | finished), "jobs_done": len(finished),
+            "jobs_running": len(started - finished)}
 
 
 def _pairs(finished: Iterable[JobFinished], facts: Mapping[str, Any]) -> tuple[int, float | None]:
@@ -225,12 +270,14 @@ def _current(cur: Mapping[str, Any], running: bool) -> Text:
     if cur.get("stage") is None:
         out.append(f"attempt {cur['attempt']}: the agent is working")
         return out
-    who = "holdout" if cur["stage"] == "holdout" else f"attempt {cur['attempt']} {cur['stage']}"
+    who = {"holdout": "holdout", "preflight": "preflight: the baseline measured once"}.get(
+        cur["stage"], f"attempt {cur['attempt']} {cur['stage']}")
     out.append(who)
     if cur.get("look") is not None:
         units = cur["looks"][cur["look"] - 1]
         out.append(f"  look {cur['look']} of {len(cur['looks'])} ({cur['pairs']}/{units} units)")
-    out.append(f"  jobs {cur['jobs_done']}/{cur.get('jobs_total') or '?'}")
+    of_look = " of this look" if cur.get("look") is not None and len(cur["looks"]) > 1 else ""
+    out.append(f"  jobs{of_look} {cur['jobs_done']}/{cur.get('jobs_total') or '?'}")
     if cur.get("jobs_running"):
         out.append(f" ({cur['jobs_running']} running)")
     if cur.get("estimate") is not None:
@@ -319,6 +366,25 @@ class _Keys:
             return ""
         ready, _, _ = select.select([self.fd], [], [], seconds)
         return os.read(self.fd, 1).decode("utf-8", "replace") if ready else ""
+
+
+def wait_loop(find: Callable[[], T | None], message: str, console: Console, wait_s: float) -> tuple[T | None, bool]:
+    """Say `message` on `console`, then call `find` every REFRESH_S until it returns something or
+    `wait_s` seconds passed; `q` or Ctrl-C leave. Returns (what `find` returned, or None on time
+    out or leave; whether the user left)."""
+    console.print(Text(f"{message}; waiting up to {wait_s:g} s (q or Ctrl-C to leave)", style="yellow"))
+    deadline = time.monotonic() + wait_s
+    try:
+        with _Keys() as keys:
+            while (left := deadline - time.monotonic()) > 0:
+                if keys.wait(min(REFRESH_S, left)) in QUIT_KEYS:
+                    return None, True
+                found = find()
+                if found is not None:
+                    return found, False
+    except KeyboardInterrupt:
+        return None, True
+    return None, False
 
 
 def watch_loop(read: Callable[[], dict[str, Any]], changed: Callable[[], Hashable], console: Console

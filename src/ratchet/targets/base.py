@@ -84,6 +84,13 @@ class Jobs(Protocol):
         """A finished task's per-unit results and its ledger record."""
         ...
 
+    def skipped(self, task: Task, result: JobResult | None, why: str) -> TaskOutcome | None:
+        """The outcome of a task the runner skipped because the candidate already failed in its look
+        (state `skipped`, no measurement: its UnitResults are neither values nor failures): `result`
+        is how the task ended when it had started and was cancelled (None: never started), `why` the
+        reason recorded. None: this target never skips (its looks run to their end)."""
+        ...
+
     def reuse(self, task: Task, recorded: Mapping[str, Any]) -> TaskOutcome | None:
         """The outcome recorded by a `job.finished` of this task (a resume), or None when that
         record is not for exactly this task (it must then run again)."""

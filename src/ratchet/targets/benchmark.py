@@ -6,6 +6,8 @@ fresh seeds when `gate.confirm`; the holdout measures the final champion against
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 from ratchet.compute.base import ArtifactSpec, SandboxSpec
 from ratchet.compute.factory import job_resources
 from ratchet.compute.outcome import stderr_excerpt
+from ratchet.compute.programs import locate
 from ratchet.core.budget import holdout_worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.errors import MeasurementError
@@ -96,13 +99,7 @@ class BenchmarkTarget(ShellJobs):
         bad = next((r for r in results if r.failed), None)
         if bad is None:
             return
-        tail = stderr_excerpt(JobFiles.of(job_dir, bad.job_id))
-        raise MeasurementError(
-            "preflight.no_metric",
-            f"the baseline does not measure: `{self.command}` gave {bad.state}: {bad.reason}"
-            + (f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""),
-            hint=f"run the command by hand in a clean checkout; it must print a JSON line with {self.metric!r}",
-        )
+        raise baseline_error(self.contract, self.sandbox, bad, stderr_excerpt(JobFiles.of(job_dir, bad.job_id)))
 
     def summary(self, values: Sequence[float]) -> tuple[float | None, float | None]:
         """The mean and its 95% Student-t bound on the side that guards a target (lower for `max`,
@@ -118,6 +115,58 @@ class BenchmarkTarget(ShellJobs):
 
         low, high = mean_diff_interval(np.asarray(values, dtype=float), 0.95)
         return mean, (low if self.direction == "max" else high)
+
+
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+
+
+def missing_module(stderr: str) -> str | None:
+    """The module the last `ModuleNotFoundError: No module named '...'` of `stderr` names, or None."""
+    found = _MISSING_MODULE.findall(stderr)
+    return found[-1] if found else None
+
+
+def job_python(command: str, sandbox: SandboxSpec) -> str:
+    """The interpreter a job running `command` gets: the command's first word when it names a Python
+    (`python`, `python3.12`), else `python3`, as the job's PATH (`sandbox.path`) resolves it; the
+    bare name and "(not on the job's PATH)" when it does not resolve."""
+    try:
+        first = shlex.split(command)[0] if command.strip() else "python3"
+    except ValueError:
+        first = "python3"
+    word = first if Path(first).name.startswith("python") else "python3"
+    return locate(word, sandbox.path or "") or f"{word} (not on the job's PATH)"
+
+
+def baseline_error(contract: Contract, sandbox: SandboxSpec, m: UnitResult, tail: str) -> MeasurementError:
+    """Why the baseline `m` measured nothing, with the job's stderr `tail` quoted: MeasurementError
+    `preflight.missing_module` naming the module and the interpreter when stderr ends on a
+    ModuleNotFoundError, else `preflight.no_metric` with a hint for what went wrong (a timeout, or
+    how the metric must be printed)."""
+    t = contract.target
+    quoted = f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""
+    module = missing_module(tail)
+    if module is not None:
+        python = job_python(t.command or "", sandbox)
+        top = module.split(".")[0]
+        return MeasurementError(
+            "preflight.missing_module",
+            f"the baseline does not measure: `{t.command}` stopped on a missing module, {module!r}, which the "
+            f"job's interpreter {python} does not have" + quoted,
+            hint=f"install it for that interpreter ({python.split(' ')[0]} -m pip install {top}), or give jobs the "
+                 "Python that has it: first on the PATH you start ratchet with (sandbox.keep_ratchet_venv = true "
+                 "when it is Ratchet's own environment), and under the sandbox its install in sandbox.read_only",
+        )
+    if m.state == "timeout":
+        hint = (f"the baseline ran past target.timeout_s = {t.timeout_s:g} s: raise target.timeout_s, or make the "
+                "command faster")
+    else:
+        hint = (f"run the command by hand in a clean checkout; it must print {t.metric!r} in a JSON object on one "
+                f"line of stdout (e.g. {{\"{t.metric}\": 0.5}}): JSON on stderr, or spread over several lines "
+                "(indent), is not read")
+    return MeasurementError(
+        "preflight.no_metric", f"the baseline does not measure: `{t.command}` gave {m.state}: {m.reason}" + quoted,
+        hint=hint)
 
 
 def launch_jobs_target(contract: Contract, sandbox: SandboxSpec, commands: Mapping[str, tuple[str, float]],

@@ -17,8 +17,9 @@ and expected outputs never reach a job.
 from __future__ import annotations
 
 import functools
+import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ratchet.compute.factory import job_resources
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.gate_rules import GATE_RULES
+from ratchet.core.jobfiles import JUDGED_NAME
 from ratchet.core.plan import NO_ATTEMPT, Plan, PlannedJob, Stage, UnitDraw, compile_plan
 from ratchet.core.stats.paired import wilson_interval
 from ratchet.core.vocab import Direction, GateTest, ScoreKind, Variant
@@ -257,6 +259,8 @@ class ExamplesTarget:
             judged = {ex.id: judge_record(ex, records[ex.id], self.section.checks, project_root=self.project_root,
                                           timeout_s=self.section.timeout_s, run_script=self.run_script)
                       for ex in examples}
+            if result.stdout_path is not None:
+                write_judged(result.stdout_path.parent / JUDGED_NAME, judged.values())
         passes = sum(r.passed for r in judged.values())
         ok = result.state == "ok"
         record = {
@@ -271,6 +275,11 @@ class ExamplesTarget:
     def _outcome(self, task: Task, judged: Mapping[str, ExampleResult], record: Mapping[str, Any]) -> TaskOutcome:
         results = {j.job_id: as_unit_result(j.job_id, j.variant, j.unit, judged[j.key or ""]) for j in task.jobs}
         return TaskOutcome(results, record)
+
+    def skipped(self, task: Task, result: JobResult | None, why: str) -> TaskOutcome | None:
+        """An examples look always runs to its end (a shard that failed as a whole is rare, and its
+        examples' results are what the gate reads): never skipped."""
+        return None
 
     def reuse(self, task: Task, recorded: Mapping[str, Any]) -> TaskOutcome | None:
         """The shard's recorded compact results, when they are for this tree and these examples."""
@@ -295,6 +304,26 @@ class ExamplesTarget:
             return None, None
         low, _ = wilson_interval(int(sum(values)), len(values))
         return sum(values) / len(values), low
+
+
+JUDGED_REASON_CHARS = 2000
+"""Characters of an example's reason kept in judged.jsonl (a reason may quote a long output)."""
+
+
+def write_judged(path: Path, judged: Iterable[ExampleResult]) -> None:
+    """The kernel's verdict on each example of a shard, one JSON line each ({"id", "passed",
+    "status", "reason", "checks": [[type, passed, reason], ...]}), next to the shard's stdout (which
+    holds the outputs) in the run's job directory, for the report's per-example table. Agents never
+    see a run's directory. A file that cannot be written leaves the report without per-check
+    results; the measurement does not depend on it."""
+    lines = [json.dumps({"id": r.example_id, "passed": r.passed, "status": r.status,
+                         "reason": r.reason[:JUDGED_REASON_CHARS],
+                         "checks": [[c.type, c.passed, c.reason[:JUDGED_REASON_CHARS]] for c in r.per_check]},
+                        ensure_ascii=False) + "\n" for r in judged]
+    try:
+        path.write_text("".join(lines), encoding="utf-8")
+    except OSError:
+        pass
 
 
 def _shard_prefix(job: PlannedJob, look: int) -> str:

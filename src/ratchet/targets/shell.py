@@ -16,6 +16,7 @@ from typing import Any
 from ratchet.compute.base import ArtifactSpec, JobResult, JobSpec, Resources, SandboxSpec
 from ratchet.compute.cache import cache_key
 from ratchet.compute.env import job_env
+from ratchet.compute.job_programs import checkout_command
 from ratchet.core.plan import PlannedJob
 from ratchet.core.vocab import MeasurementState
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
@@ -65,10 +66,11 @@ class Measurement:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k != "gpu_s"}, gpu_s=data.get("gpu_s") or 0.0)
 
     def unit_result(self) -> UnitResult:
-        """As the trial sees it: failed unless ok with a finite value."""
+        """As the trial sees it: failed unless ok with a finite value; a skipped job is neither a
+        value nor a failure (not measured)."""
         ok = self.state == "ok" and self.value is not None and math.isfinite(self.value)
-        return UnitResult(self.job_id, self.variant, self.unit, self.value if ok else None, not ok,
-                          self.state, self.reason)
+        return UnitResult(self.job_id, self.variant, self.unit, self.value if ok else None,
+                          not ok and self.state != "skipped", self.state, self.reason)
 
 
 class ShellJobs:
@@ -116,9 +118,11 @@ class ShellJobs:
         return self.commands.get(job.job_id, (self.command, self.timeout_s))
 
     def spec(self, task: Task, checkout: Path) -> JobSpec:
-        """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment."""
+        """`/bin/sh -c COMMAND` in `checkout` with the job's allow-listed environment (a first word
+        relative to the project that the checkout lacks run from the project: `checkout_command`)."""
         job = task.jobs[0]
         command, timeout_s = self._command(job)
+        command = checkout_command(command, checkout, self.sandbox.project_file)
         group, cap = self.groups.get(job.job_id, (None, None))
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
@@ -136,7 +140,7 @@ class ShellJobs:
             capped = result.stdout_truncated or result.stdout_path is None
             stdout = result.stdout_tail if capped or result.stdout_path is None else \
                 result.stdout_path.read_text("utf-8", errors="replace")
-            reading = parse_metric(stdout, self.metric)
+            reading = parse_metric(stdout, self.metric, result.stderr_tail)
             state, value, reason = reading.state, reading.value, reading.reason
         elif result.state != "ok" and result.stderr_tail.strip():
             reason = f"{reason}; stderr (last lines):\n{stderr_excerpt(result.stderr_tail)}"
@@ -144,6 +148,17 @@ class ShellJobs:
         gpu_s = min(result.elapsed_s, self._command(job)[1]) * self.resources.gpus
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, state, value, reason,
                         result.elapsed_s, result.cpu_s, False, 1, gpu_s)
+        return self._outcome(m)
+
+    def skipped(self, task: Task, result: JobResult | None, why: str) -> TaskOutcome:
+        """A skipped job (state `skipped`, no value): charged one job-unit and its seconds when it had
+        started and was stopped, nothing when it never started."""
+        job = task.jobs[0]
+        ran = result is not None and result.elapsed_s > 0
+        elapsed, cpu = (result.elapsed_s, result.cpu_s) if result is not None and ran else (0.0, 0.0)
+        gpu_s = min(elapsed, self._command(job)[1]) * self.resources.gpus
+        m = Measurement(job.job_id, job.variant, job.unit, job.seed, "skipped", None, why, elapsed, cpu, False,
+                        1 if ran else 0, gpu_s)
         return self._outcome(m)
 
     @staticmethod

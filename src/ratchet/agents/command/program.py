@@ -13,6 +13,7 @@ from pathlib import Path
 from ratchet.agents.command.limits import CHANNEL_DIR, START_GRACE_S, STDERR_TAIL_CHARS
 from ratchet.compute.base import JobResult, SandboxSpec
 from ratchet.compute.env import default_path
+from ratchet.compute.job_programs import bound_paths
 from ratchet.compute.programs import ProgramReach, program_reach
 
 
@@ -28,8 +29,7 @@ def leg_sandbox(reach: ProgramReach, network: bool, read_only: Sequence[str]) ->
     the agent's program (`reach`) and `read_only` (`sandbox.read_only`); the rest of its root read-only
     too, /tmp included (`read_only_root`): only the workspace and the leg's scratch directory (HOME and
     TMPDIR, removed after the leg) are writable, so a write anywhere else fails in the CLI's hands."""
-    return SandboxSpec(mode="bwrap", network=network, read_only=tuple(dict.fromkeys([*reach.prefixes, *read_only])),
-                       read_only_root=True)
+    return SandboxSpec(mode="bwrap", network=network, read_only=bound_paths([reach], read_only), read_only_root=True)
 
 
 def did_not_start(result: JobResult, workspace: Path, began_ns: int) -> bool:

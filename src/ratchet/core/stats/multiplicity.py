@@ -16,9 +16,10 @@ confirmation (`gate.multiplicity`).
 - `trial`: every attempt at alpha; false promotions then accumulate over a long run (the report
   says so).
 
-Split. A promotion needs the trial and, when `gate.confirm` is on, a confirmation on fresh units
-(independent of the trial's units given the candidate): P(promote a null) <= trial level x
-confirmation level. So an attempt's level a is split as a product, trial = a ** (1 - CONFIRM_SHARE),
+Words (docs/gate.md): alpha_t is the attempt's *share of alpha*; a stage's *level* is what its test
+runs at. Split. A promotion needs the trial and, when `gate.confirm` is on, a confirmation on fresh
+units (independent of the trial's units given the candidate): P(promote a null) <= trial level x
+confirmation level. So an attempt's share a is split as a product, trial = a ** (1 - CONFIRM_SHARE),
 confirmation = a ** CONFIRM_SHARE, rather than both at a (which puts a run's error near a^2, the
 level wasted). Without confirmation the trial gets all of a.
 """
@@ -106,7 +107,8 @@ class AttemptLevels(NamedTuple):
 def attempt_level(
     alpha: float, policy: Multiplicity, attempt: int, max_attempts: int, history: Sequence[LevelOutcome]
 ) -> float:
-    """The level of attempt `attempt` (1-based): P(it promotes a candidate no better than the margin).
+    """The share of alpha of attempt `attempt` (1-based): P(it promotes a candidate no better than the
+    margin) is at most it. Its trial and confirmation are tested at levels from it (`attempt_levels`).
 
     campaign: online fallback over harmonic weights (module docstring); trial: alpha. history: the
     outcomes of attempts 1..attempt-1, in order (len(history) == attempt - 1). Raises RatchetError
@@ -161,8 +163,9 @@ def attempt_levels(
 class LevelRow:
     """One trial's row of the level schedule `ratchet check` prints.
 
-    trial: 1-based index; level: the trial's level (its share when confirmed; `confirm_level` the
-    confirmation's, 1.0 without one), before any promotion passes level on; increments: per-look
+    trial: 1-based index; level: the level the trial is tested at (the square root of the attempt's
+    share of alpha when confirmed, else the share; `confirm_level` the confirmation's level, 1.0
+    without one; share = level * confirm_level), before any promotion passes a share on; increments: per-look
     thresholds after carrying unreachable ones forward (sequential.boundaries); min_p_first / min_p_last: the
     smallest p-value the exact test can produce at the first / last look; reachable_first: the
     first look can stop for efficacy; reachable: some look can accept at all (the last look's

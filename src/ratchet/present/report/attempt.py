@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p, means_text, params_text
 from ratchet.present.report.legs import leg_heading, request_lines, stream_heading
 
 
@@ -23,9 +23,14 @@ def render_attempt(out: Console, r: dict[str, Any]) -> None:
     out.print(f"tree {r['tree']} ({'in the repository' if r['tree_present'] else 'not in the repository'}), "
               f"kept by {r['ref']}" + (f" -> {r['ref_commit'][:12]}" if r.get("ref_commit") else " (no ref)"))
     for stage, f in r["stages"].items():
+        names = ("baseline", "champion") if stage == "holdout" else ("champion", "candidate")
+        means = means_text(f.get("champion_mean"), f.get("candidate_mean"), names)
         out.print(f"  {stage}: {f['verdict']} ({f['reason']}) estimate {fmt_num(f['estimate'])} "
-                  f"{fmt_interval(f['interval'])} p {fmt_p(f['p_value'])} level {fmt_p(f['level'])} units {f['units']}"
+                  f"{fmt_interval(f['interval'])}" + (f" ({means})" if means else "")
+                  + f" p {fmt_p(f['p_value'])} level {fmt_level(f['level'], f['p_value'])} units {f['units']}"
                   + (f" skewness G1 {f['skewness']:+.2f}" if f.get("skewness") is not None else ""))
+    if r.get("params"):
+        out.print(f"parameters: {escape(params_text(r['params']))}")
     if r.get("promotion"):
         out.print(f"promoted as commit {r['promotion']['commit']} on {r['promotion']['branch']}")
     if r.get("legs"):

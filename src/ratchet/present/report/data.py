@@ -40,7 +40,10 @@ class ReportData:
     the contract's sections as dicts; `promotions`: champion.promoted payloads in order; `splits`: an
     examples target's final pass rates per split (with `per_check`), else None; `timeline`:
     budget_timeline rows; `details`: attempt number -> AttemptDetail; `events`: ledger events read;
-    `warnings`: what the reader must know before trusting a verdict (text.skew_warnings)."""
+    `warnings`: what the reader must know before trusting a verdict (text.skew_warnings);
+    `search_space`: a search run's agent.search.space (parameter -> spec dict), else None;
+    `examples`: an examples run's per-example rows of its final measurement
+    (commands.report_extras.example_rows), else ()."""
 
     status: Mapping[str, Any]
     campaign: str
@@ -52,6 +55,8 @@ class ReportData:
     details: Mapping[int, AttemptDetail] = field(default_factory=dict)
     events: int = 0
     warnings: Sequence[str] = ()
+    search_space: Mapping[str, Mapping[str, Any]] | None = None
+    examples: Sequence[Mapping[str, Any]] = ()
 
 
 def budget_timeline(events: Iterable[Event]) -> list[dict[str, Any]]:

@@ -8,15 +8,15 @@ HTML-escaped. Pure apart from reading report.css from the package: ReportData in
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_level, fmt_num, fmt_p
 from ratchet.present.report import text
 from ratchet.present.report.data import AttemptDetail, ReportData
+from ratchet.present.report.html_examples import examples_section, parameters_section
+from ratchet.present.report.html_parts import ColumnKind, bar, esc, figure, inline, table, verdict
 from ratchet.present.report.legs import leg_heading, request_lines, stream_heading
 from ratchet.present.report.plots import (
     budget_figure,
@@ -25,22 +25,10 @@ from ratchet.present.report.plots import (
     figure_svg,
 )
 
+__all__ = ["CONTENT_SECURITY_POLICY", "esc", "inline", "render_html"]
+
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 """Nothing but the page's own inline style and data: images may load: a report never reaches out."""
-
-_STRONG = re.compile(r"\*\*(.+?)\*\*")
-_CODE = re.compile(r"`([^`]+)`")
-
-
-def esc(value: Any) -> str:
-    """`value` as HTML text (quotes escaped too, so it is safe in attributes); None as `-`."""
-    return html.escape("-" if value is None else str(value), quote=True)
-
-
-def inline(paragraph: str) -> str:
-    """A text.py paragraph as HTML: escaped first, then `**strong**` and `` `code` `` as tags."""
-    out = _STRONG.sub(r"<strong>\1</strong>", esc(paragraph))
-    return _CODE.sub(r"<code>\1</code>", out)
 
 
 def render_html(data: ReportData) -> str:
@@ -54,8 +42,12 @@ def render_html(data: ReportData) -> str:
         ("gate", "The gate", _gate(data.gate, data.target)),
         ("details", "Reports, diffs and legs", _details(status["attempts"], data.details)),
     ]
+    if data.search_space:
+        sections.insert(3, ("parameters", "Parameters", parameters_section(data)))
     if data.splits:
         sections.insert(1, ("splits", "Pass rates of the final champion", _splits(data.splits)))
+    if data.examples:
+        sections.insert(2, ("examples", "Examples of the final measurement", examples_section(data.examples)))
     if data.warnings:
         sections.insert(0, ("warnings", "Warnings", "<ul>" + "".join(f"<li>{inline(w)}</li>" for w in data.warnings)
                             + "</ul>"))
@@ -82,79 +74,63 @@ def render_html(data: ReportData) -> str:
 
 def _headline(data: ReportData) -> str:
     paragraphs = text.headline(data.status, data.target)
-    return f'<p class="headline">{inline(paragraphs[0])}</p>' + "".join(f"<p>{inline(p)}</p>" for p in paragraphs[1:])
-
-
-def _verdict(verdict: str | None) -> str:
-    if verdict is None:
-        return '<span class="verdict">-</span>'
-    return f'<span class="verdict v-{esc(verdict)}">{esc(verdict)}</span>'
-
-
-def _bar(fraction: float | None) -> str:
-    """A small horizontal bar filled to `fraction` (clamped to [0, 1]); empty for None."""
-    if fraction is None:
-        return ""
-    width = 100.0 * min(max(fraction, 0.0), 1.0)
-    return f'<span class="bar" aria-hidden="true"><span style="width:{width:.1f}%"></span></span>'
-
-
-def _table(headers: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]]) -> str:
-    """A table; `headers`: (label, numeric) pairs; cells are HTML already. On narrow screens each
-    row becomes one card, each cell labelled with its header (report.css, `table.stack`)."""
-    head = "".join(f'<th{" class=num" if num else ""}>{esc(label)}</th>' for label, num in headers)
-    body = "".join(
-        "<tr>" + "".join(f'<td{" class=num" if num else ""} data-label="{esc(label)}">{cell}</td>'
-                         for (label, num), cell in zip(headers, row, strict=True)) + "</tr>"
-        for row in rows
-    )
-    return f'<table class="stack"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _figure(svg: str, caption: str) -> str:
-    return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+    extras = [p for p in (text.champion_means(data.status, data.target), text.best_params(data.status)) if p]
+    return (f'<p class="headline">{inline(paragraphs[0])}</p>'
+            + "".join(f"<p>{inline(p)}</p>" for p in paragraphs[1:] + extras))
 
 
 def _champion(data: ReportData) -> str:
     status = data.status
     svg = figure_svg(champion_figure(status["attempts"], data.promotions, status["holdout"]), "champion")
-    rows = [["0", "baseline", f"<code>{esc(str(status['baseline']['commit'] or '-')[:10])}</code>", "-", "-"]]
+    rows = [["0", "baseline", f"<code>{esc(str(status['baseline']['commit'] or '-')[:10])}</code>", "-", "-",
+             esc(fmt_num(status["baseline"].get("mean")))]]
     for i, p in enumerate(data.promotions, start=1):
         rows.append([str(i), esc(p.attempt), f"<code>{esc(p.commit[:10])}</code>",
-                     esc(fmt_num(p.estimate)), esc(fmt_interval(p.interval))])
-    headers = [("promotion", True), ("attempt", True), ("commit", False), ("gain at promotion", True),
-               ("95% interval", True)]
+                     esc(fmt_num(p.estimate)), esc(fmt_interval(p.interval)), esc(fmt_num(p.mean))])
+    headers: list[tuple[str, ColumnKind]] = [("promotion", "num"), ("attempt", "num"), ("commit", "code"),
+                                             ("gain at promotion", "num"), ("95% interval", "num"), ("mean", "num")]
     note = ('<p class="note">Each step is a promotion; its gain is the confirmation\'s estimate where '
-            "confirmation ran. The diamond is the holdout: the final champion against the baseline.</p>")
-    return _figure(svg, "Cumulative confirmed gain over attempts, with each promotion's interval") + note + _table(
-        headers, rows)
+            "confirmation ran. The diamond is the holdout: the final champion against the baseline. The mean "
+            "is the champion's own raw mean when it was promoted (the baseline's: the preflight's).</p>")
+    return figure(svg, "Cumulative confirmed gain over attempts, with each promotion's interval") + note + table(
+        headers, rows, "promotions")
 
 
-_ATTEMPT_HEADERS = [("#", True), ("summary", False), ("verdict", False), ("effect", True), ("95% interval", True),
-                    ("p", True), ("level", True), ("units", True), ("reason", False)]
+_ATTEMPT_HEADERS: list[tuple[str, ColumnKind]] = [
+    ("#", "num"), ("summary", "text"), ("verdict", "text"), ("gain", "num"), ("95% interval", "num"),
+    ("champion mean", "num"), ("candidate mean", "num"), ("p", "num"), ("level", "num"), ("units", "num"),
+    ("reason", "wide")]
 
 
 def _attempt_row(a: Mapping[str, Any]) -> list[str]:
     reason = a.get("reason_text") or a.get("reason") or ""
     c = a.get("confirm")
     if c:
-        reason += f" Confirmation: {c['verdict']}, {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}."
+        reason += " " + text.confirmation(c)
     return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(a["attempt"])}</a>', esc(a.get("summary") or ""),
-            _verdict(a.get("verdict")), esc(fmt_num(a.get("estimate"))), esc(fmt_interval(a.get("interval"))),
-            esc(fmt_p(a.get("p_value"))), esc(fmt_p(a.get("level"))), esc(a.get("units") or "-"), esc(reason)]
+            verdict(a.get("verdict")), esc(fmt_num(a.get("estimate"))), esc(fmt_interval(a.get("interval"))),
+            esc(fmt_num(a.get("champion_mean"))), esc(fmt_num(a.get("candidate_mean"))),
+            esc(fmt_p(a.get("p_value"))), esc(fmt_level(a.get("level"), a.get("p_value"))),
+            esc(a.get("units") or "-"), esc(reason)]
 
 
 def _attempts(attempts: Sequence[Mapping[str, Any]]) -> str:
     if not attempts:
         return "<p>No attempt was made.</p>"
     svg = figure_svg(effects_figure(attempts), "effects")
+    return (figure(svg, "Each attempt's paired gain against the champion of its time, with its 95% interval")
+            + f'<p class="note">{esc(verdict_tally(attempts))}. {inline(text.ATTEMPTS_NOTE)}</p>'
+            + table(_ATTEMPT_HEADERS, [_attempt_row(a) for a in attempts], "attempts"))
+
+
+def verdict_tally(attempts: Sequence[Mapping[str, Any]]) -> str:
+    """`2 accepted, 3 rejected, 1 gave up`: attempts counted by final verdict; one without a verdict
+    is counted as `gave up` (the agent gave up) or `not judged yet` (its trial has not ended)."""
     counts: dict[str, int] = {}
     for a in attempts:
-        counts[a.get("verdict") or "none"] = counts.get(a.get("verdict") or "none", 0) + 1
-    tally = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
-    return (_figure(svg, "Each attempt's effect against the champion of its time, with its 95% interval")
-            + f'<p class="note">{esc(tally)}. The level is the share of alpha the gate granted that trial.</p>'
-            + _table(_ATTEMPT_HEADERS, [_attempt_row(a) for a in attempts]))
+        key = a.get("verdict") or ("gave up" if a.get("reason") == "gave_up" else "not judged yet")
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n} {key}" for key, n in sorted(counts.items()))
 
 
 def _budget(data: ReportData) -> str:
@@ -167,12 +143,12 @@ def _budget(data: ReportData) -> str:
         shown = fmt_amount(value)
         share = value / limit if limit else None
         rows.append([esc(label), esc(shown), esc(f"{limit:,}" if limit else "unlimited"),
-                     _bar(share) + esc(f"{100 * share:.0f}%" if share is not None else "-")])
-    table = _table([("budget", False), ("used", True), ("limit", True), ("share used", False)], rows)
+                     bar(share) + esc(f"{100 * share:.0f}%" if share is not None else "-")])
+    out = table([("budget", "text"), ("used", "num"), ("limit", "num"), ("share used", "num")], rows, "budget")
     if len(data.timeline) < 2:
-        return table
+        return out
     svg = figure_svg(budget_figure(data.timeline, limits), "budget")
-    return table + _figure(svg, "Each limited budget's share used after each attempt (the dashed line is the limit)")
+    return out + figure(svg, "Each limited budget's share used after each attempt (the dashed line is the limit)")
 
 
 def _splits(splits: Mapping[str, Any]) -> str:
@@ -180,20 +156,24 @@ def _splits(splits: Mapping[str, Any]) -> str:
     for name, label in text.SPLIT_LABELS:
         r = splits.get(name)
         if r:
-            rows.append([esc(label), esc(r["passes"]), esc(r["n"]), _bar(r["rate"]) + esc(fmt_num(r["rate"])),
+            rows.append([esc(label), esc(r["passes"]), esc(r["n"]), bar(r["rate"]) + esc(fmt_num(r["rate"])),
                          esc(fmt_interval(r["interval"]))])
-    out = _table([("split", False), ("passes", True), ("n", True), ("pass rate", False),
-                  ("Wilson 95% interval", True)], rows)
+    out = table([("split", "text"), ("passes", "num"), ("n", "num"), ("pass rate", "num"),
+                 ("Wilson 95% interval", "num")], rows, "pass rates")
     out += f"<p>Gaps: {esc(text.split_gaps(splits))}.</p>"
     checks = splits.get("per_check") or {}
     if checks:
-        check_rows = [[f"<code>{esc(name)}</code>", _bar(rate) + esc(fmt_num(rate))] for name, rate in checks.items()]
-        out += "<h3>Per-check pass rates</h3>" + _table([("check", False), ("pass rate", False)], check_rows)
+        check_rows = [[f"<code>{esc(name)}</code>", bar(rate) + esc(fmt_num(rate))] for name, rate in checks.items()]
+        out += "<h3>Per-check pass rates</h3>" + table([("check", "text"), ("pass rate", "num")], check_rows,
+                                                       "per-check pass rates")
     return out + f'<p class="note">{esc(text.TEST_ONCE)}</p>'
 
 
 def _gate(gate: Mapping[str, Any], target: Mapping[str, Any]) -> str:
-    return "<p>" + " ".join(inline(p) for p in [text.gate_settings(gate), *text.guarantee(gate, target)]) + "</p>"
+    """The gate in two sentences (its settings, its promise), the full rule folded below them."""
+    return (f"<p>{inline(text.gate_settings(gate))} {inline(text.promise(gate))}</p>"
+            "<details><summary>How the gate decides: share of alpha, levels, the test, looks, confirmation"
+            "</summary>" + "".join(f"<p>{inline(p)}</p>" for p in text.guarantee(gate, target)) + "</details>")
 
 
 def _details(attempts: Sequence[Mapping[str, Any]], details: Mapping[int, AttemptDetail]) -> str:
@@ -216,7 +196,7 @@ def _details(attempts: Sequence[Mapping[str, Any]], details: Mapping[int, Attemp
             parts.append('<p class="note">no report and no candidate recorded</p>')
         title = f"#{a['attempt']} {a.get('summary') or ''}".strip()
         out.append(f'<details id="attempt-{esc(a["attempt"])}"><summary>{esc(title)} · '
-                   f"{_verdict(a.get('verdict'))}</summary>{''.join(parts)}</details>")
+                   f"{verdict(a.get('verdict'))}</summary>{''.join(parts)}</details>")
     return "".join(out)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ratchet.core.payloads import ChampionPromoted
-from ratchet.present.render import fmt_interval, fmt_num, fmt_p
+from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p
 from ratchet.present.report import text
 
 
@@ -39,7 +39,7 @@ def render_report(
     lines += _headline(status, target, val_trials)
     if splits:
         lines += _splits(splits)
-    lines += _history(promotions)
+    lines += _history(promotions, status["baseline"].get("mean"))
     lines += _attempts(status["attempts"])
     lines += _gate(gate, target, val_trials)
     lines += _budget(status["budget"])
@@ -52,15 +52,20 @@ def _headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: 
     out = ["## Headline: the holdout", ""]
     for paragraph in text.headline(status, target, val_trials):
         out += [paragraph, ""]
+    for extra in (text.champion_means(status, target), text.best_params(status)):
+        if extra:
+            out += [extra, ""]
     return out
 
 
-def _history(promotions: Sequence[ChampionPromoted]) -> list[str]:
-    out = ["## Champion history", "", "| promotion | attempt | commit | gain at promotion | interval |",
-           "|---|---|---|---|---|", "| 0 | baseline | - | - | - |"]
+def _history(promotions: Sequence[ChampionPromoted], baseline_mean: float | None) -> list[str]:
+    out = ["## Champion history", "", "| promotion | attempt | commit | gain at promotion | interval | mean |",
+           "|---|---|---|---|---|---|", f"| 0 | baseline | - | - | - | {fmt_num(baseline_mean)} |"]
     for i, p in enumerate(promotions, start=1):
-        out.append(f"| {i} | {p.attempt} | `{p.commit[:10]}` | {fmt_num(p.estimate)} | {fmt_interval(p.interval)} |")
-    return out + [""]
+        out.append(f"| {i} | {p.attempt} | `{p.commit[:10]}` | {fmt_num(p.estimate)} | {fmt_interval(p.interval)} "
+                   f"| {fmt_num(p.mean)} |")
+    return out + ["", "The mean is the champion's own raw mean when it was promoted (the baseline's: the "
+                  "preflight's), in metric units; gains are paired and direction-normalized.", ""]
 
 
 REASON_CELL_CHARS = 120
@@ -69,29 +74,30 @@ REASON_CELL_CHARS = 120
 
 
 def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
-    out = ["## Attempts", "", "| # | summary | verdict | estimate | interval | p | level | units | reason |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["## Attempts", "", text.ATTEMPTS_NOTE, "",
+           "| # | summary | verdict | gain | interval | champion mean | candidate mean | p | level | units | reason |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     in_full = []
     for a in attempts:
         summary = (a.get("summary") or "").replace("|", "\\|")[:60]
-        text = (a.get("reason_text") or a.get("reason") or "").strip()
-        reason = " ".join(text.split()).replace("|", "\\|")
-        if len(reason) > REASON_CELL_CHARS or "\n" in text:
+        full = (a.get("reason_text") or a.get("reason") or "").strip()
+        reason = " ".join(full.split()).replace("|", "\\|")
+        if len(reason) > REASON_CELL_CHARS or "\n" in full:
             reason = reason[:REASON_CELL_CHARS].rstrip() + f" ... (in full below, attempt {a['attempt']})"
-            in_full.append((a["attempt"], text))
+            in_full.append((a["attempt"], full))
         if a.get("confirm"):
-            c = a["confirm"]
-            reason += f" Confirmation: {c['verdict']}, {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}."
+            reason += " " + text.confirmation(a["confirm"])
         out.append(
             f"| {a['attempt']} | {summary} | {a.get('verdict') or '-'} | {fmt_num(a.get('estimate'))} | "
-            f"{fmt_interval(a.get('interval'))} | {fmt_p(a.get('p_value'))} | {fmt_p(a.get('level'))} | "
-            f"{a.get('units') or '-'} | {reason} |"
+            f"{fmt_interval(a.get('interval'))} | {fmt_num(a.get('champion_mean'))} | "
+            f"{fmt_num(a.get('candidate_mean'))} | {fmt_p(a.get('p_value'))} | "
+            f"{fmt_level(a.get('level'), a.get('p_value'))} | {a.get('units') or '-'} | {reason} |"
         )
     out.append("")
     if in_full:
         out += ["### Reasons in full", ""]
-        for attempt, text in in_full:
-            out += [f"Attempt {attempt}:", "", "```text", text.replace("```", "` ` `"), "```", ""]
+        for attempt, full in in_full:
+            out += [f"Attempt {attempt}:", "", "```text", full.replace("```", "` ` `"), "```", ""]
     return out
 
 

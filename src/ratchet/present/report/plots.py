@@ -57,6 +57,9 @@ def champion_figure(attempts: Sequence[Mapping[str, Any]], promotions: Sequence[
         ax.errorbar([x], [holdout["estimate"]], yerr=[[holdout["estimate"] - lo], [hi - holdout["estimate"]]],
                     fmt="D", color="black", capsize=4, label="holdout vs baseline")
     ax.axhline(0.0, color="grey", lw=0.8)
+    attempt_axis(ax, xs)
+    if holdout and holdout.get("estimate") is not None:
+        ax.set_xlim(right=xs[-1] + 1.0)  # room for the holdout's diamond at the last attempt + 0.5
     _finish(ax, "gain over baseline", "Champion over attempts")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
@@ -81,7 +84,8 @@ def effects_figure(attempts: Sequence[Mapping[str, Any]]) -> Any:
         ax.errorbar(xs, ys, yerr=[below, above], fmt="o", capsize=3 if len(points) < 100 else 0,
                     markersize=6 if len(points) < 100 else 2, color=colour, lw=1)
     ax.axhline(0.0, color="grey", lw=0.8)
-    _finish(ax, "effect vs champion", "Each attempt's effect (green accepted, red rejected, orange inconclusive)")
+    attempt_axis(ax, [a["attempt"] for a in attempts])
+    _finish(ax, "gain vs champion", "Each attempt's gain (green accepted, red rejected, orange inconclusive)")
     fig.tight_layout()
     return fig
 
@@ -97,6 +101,7 @@ def budget_figure(timeline: Sequence[Mapping[str, Any]], limits: Mapping[str, An
         if limit and timeline:
             ax.plot(xs, [100.0 * row[key] / limit for row in timeline], marker=".", label=label)
     ax.axhline(100.0, color="grey", lw=0.8, ls="--")
+    attempt_axis(ax, xs)
     _finish(ax, "% of the limit used", "Budgets used over attempts")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize=8)
@@ -104,10 +109,27 @@ def budget_figure(timeline: Sequence[Mapping[str, Any]], limits: Mapping[str, An
     return fig
 
 
-def _finish(ax: Any, ylabel: str, title: str) -> None:
+MAX_LISTED_TICKS = 20
+"""Up to this many attempts every attempt number is a tick; beyond, matplotlib picks integer ticks."""
+
+
+def attempt_axis(ax: Any, attempts: Sequence[float]) -> None:
+    """An x axis of attempt numbers: integer ticks only, half an attempt of room on each side (a
+    single attempt otherwise gets matplotlib's default span and ticks such as 2.84 .. 3.16)."""
     from matplotlib.ticker import MaxNLocator
 
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if not attempts:
+        ax.set_xticks([])
+        return
+    low, high = int(min(attempts)), int(max(attempts))
+    ax.set_xlim(low - 0.5, high + 0.5)
+    if high - low < MAX_LISTED_TICKS:
+        ax.set_xticks(range(low, high + 1))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _finish(ax: Any, ylabel: str, title: str) -> None:
     ax.set_xlabel("attempt")
     ax.set_ylabel(ylabel)
     ax.set_title(title)

@@ -33,10 +33,11 @@ def headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: i
         return ["No candidate was promoted: the champion is still the baseline, and no holdout was needed."]
     if h is None:
         return ["The run promoted a candidate but has not measured the holdout yet (it runs when the run stops)."]
+    means = holdout_means(h, "pass rate" if target.get("kind") == "examples" else metric)
     if target.get("kind") == "examples":
         return [
             f"The final champion against the original baseline on the **test split ({h['units']} examples, "
-            f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}** "
+            f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}**{means} "
             f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])}).",
             "This is the run's only headline number: the test split was measured once, at the end. The "
             + (f"{val_trials} val trial{'' if val_trials == 1 else 's'} (candidates measured on val)"
@@ -46,10 +47,43 @@ def headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: i
         ]
     return [
         f"The final champion against the original baseline on **{h['units']} fresh units** "
-        f"(never used for selection): **{fmt_num(h['estimate'])}** {metric} "
+        f"(never used for selection): a paired gain of **{fmt_num(h['estimate'])}** {metric}{means} "
         f"(95% interval {fmt_interval(h['interval'])}, one-sided p = {fmt_p(h['p_value'])}, verdict {h['verdict']}).",
         NOT_NEW_DATA,
     ]
+
+
+def holdout_means(h: Mapping[str, Any], what: str) -> str:
+    """`, from baseline 0.7 to champion 0.98 accuracy on those units` (each side's raw mean), or ""
+    when the holdout recorded no means (a run recorded before they were)."""
+    if h.get("baseline_mean") is None and h.get("champion_mean") is None:
+        return ""
+    return (f", from baseline {fmt_num(h.get('baseline_mean'))} to champion {fmt_num(h.get('champion_mean'))} "
+            f"{what} on those units")
+
+
+def best_params(status: Mapping[str, Any]) -> str | None:
+    """The champion's parameters as one sentence (a search agent's run), or None."""
+    c = status["champion"]
+    if not c.get("params"):
+        return None
+    return (f"Best parameters (the champion's, attempt {c['attempt']}): "
+            + ", ".join(f"`{k} = {fmt_num(v) if isinstance(v, float) else v}`" for k, v in c["params"].items())
+            + ".")
+
+
+def champion_means(status: Mapping[str, Any], target: Mapping[str, Any]) -> str:
+    """The baseline's and the champion's raw means as one sentence (metric units; a pass rate for
+    examples), or "" when neither was measured."""
+    b, c = status["baseline"].get("mean"), status["champion"]
+    if b is None and c.get("mean") is None:
+        return ""
+    examples = target.get("kind") == "examples"
+    what = "pass rate" if examples else (target.get("metric") or "metric")
+    who = f"attempt {c['attempt']}" if c.get("attempt") else "the baseline"
+    return (f"Absolute values ({what}, raw means): the baseline {fmt_num(b)} "
+            + ("on dev " if examples else "") + "before the first attempt; the champion "
+            f"({who}) {fmt_num(c.get('mean'))} as last measured.")
 
 
 def gate_settings(gate: Mapping[str, Any]) -> str:
@@ -60,24 +94,34 @@ def gate_settings(gate: Mapping[str, Any]) -> str:
     )
 
 
+def promise(gate: Mapping[str, Any]) -> str:
+    """The gate's promise in one sentence (the contract's gate section as a dict)."""
+    if gate["multiplicity"] == "campaign":
+        return ("Promise: the probability that this run promoted any candidate no better than the margin is at "
+                "most alpha, however the agents adapt (when each trial's test is valid for that candidate).")
+    return ("Promise: each attempt promotes a candidate no better than the margin with probability at most "
+            "alpha; over many attempts, false promotions add up.")
+
+
 def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | None = None) -> list[str]:
     """What the gate guarantees, as paragraphs: the multiplicity rule, then the within-trial rule
     (looks, confirmation) for benchmarks or the reuse of val for examples."""
     if gate["multiplicity"] == "campaign":
         rule = (
-            "Multiplicity `campaign`: attempt t gets level alpha * w_t (front-loaded weights summing to 1 over "
-            "budget.max_attempts), plus the level of the attempt before it when that one was promoted or "
-            "decided without jobs (online fallback, Tian & Ramdas 2021: valid however the agents adapt, as "
-            "levels depend only on the past). With confirmation the attempt's level is split between its "
-            "trial and its confirmation on fresh units (their product stays within it). So the probability "
-            "that this run promoted any candidate whose true gain over the champion it faced is at most the "
-            "margin is at most alpha, provided each trial's test is valid for that candidate's differences: "
-            "see the test's guarantee below."
+            "Multiplicity `campaign`: attempt t gets a share of alpha, alpha * w_t (front-loaded weights summing "
+            "to 1 over budget.max_attempts), plus the share of the attempt before it when that one was promoted "
+            "or decided without jobs (online fallback, Tian & Ramdas 2021: valid however the agents adapt, as "
+            "shares depend only on the past). With confirmation the trial and its confirmation on fresh units "
+            "are each tested at the level share^(1/2), so both pass a null with probability at most the share "
+            "(a level can therefore exceed alpha); without it the trial's level is the share. So the "
+            "probability that this run promoted any candidate whose true gain over the champion it faced is at "
+            "most the margin is at most alpha, provided each trial's test is valid for that candidate's "
+            "differences: see the test's guarantee below."
         )
     else:
         rule = (
-            "Multiplicity `trial`: every trial is tested at alpha. False promotions accumulate over a long "
-            "run: with many attempts, some promotion is likely to be noise."
+            "Multiplicity `trial`: every attempt's share of alpha is alpha itself. False promotions accumulate "
+            "over a long run: with many attempts, some promotion is likely to be noise."
         )
     test = (gate.get("test") or "guarded_sign_flip") if target.get("kind") != "examples" else "binary"
     from ratchet.core.stats.guarantee import guarantee as test_guarantee
@@ -94,8 +138,8 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: in
             "the selecting trial, which are biased upward; the test split, measured once at the end, is "
             "the honest number."
         )]
-    looks = ("Within a trial the level is spent across the looks (alpha spending); a trial stops early for "
-             "efficacy or futility. ")
+    looks = ("Within a trial the level is spent across the looks in increments (alpha spending); a trial stops "
+             "early for efficacy or futility. ")
     if gate.get("confirm"):
         return [rule, looks + (
             "Accepted candidates were re-measured on fresh units before promotion (confirmation), and the "
@@ -150,6 +194,22 @@ def split_gaps(splits: Mapping[str, Any]) -> str:
     if rate["val"] is not None and rate["test"] is not None:
         gaps.append(f"val - test = {rate['val'] - rate['test']:+.3f} (selection on val shows up here)")
     return "; ".join(gaps) if gaps else "-"
+
+
+ATTEMPTS_NOTE = (
+    "Gain: the candidate's paired gain over the champion of its time (direction-normalized: positive is "
+    "better). Champion mean and candidate mean: each side's raw mean over the trial's units, in metric "
+    "units. Level: the significance level the trial was tested at (with confirmation, the square root "
+    "of the attempt's share of alpha: see the gate below); `-` where no test ran."
+)
+
+
+def confirmation(c: Mapping[str, Any]) -> str:
+    """`Confirmation: accepted, gain 2.79 [2.7, 2.9] (champion -8.9 -> candidate -6.1).`"""
+    out = f"Confirmation: {c['verdict']}, gain {fmt_num(c['estimate'])} {fmt_interval(c['interval'])}"
+    if c.get("champion_mean") is not None or c.get("candidate_mean") is not None:
+        out += f" (champion {fmt_num(c.get('champion_mean'))} -> candidate {fmt_num(c.get('candidate_mean'))})"
+    return out + "."
 
 
 SPLIT_LABELS = (("dev", "dev"), ("val", "val"), ("test", "test"), ("test_baseline", "test (baseline)"))
