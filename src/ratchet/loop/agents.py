@@ -1,6 +1,7 @@
 """Building the run's agent from the contract (`agent.kind`), before the run's kernel is open (so a
 bad agent setting stops `ratchet run` before anything is recorded), with a link through which the
-agent records to that kernel once it is.
+agent records to that kernel once it is, and what the link reads back for it: the legs' spending,
+the run's launches (`launch_summaries`, shown by `ratchet-sys launches`), the llm agent's journal.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from ratchet.core.contract import Contract
 from ratchet.core.events import Event
 from ratchet.core.payloads import (
     AgentHarvested,
+    AgentLaunched,
     AgentLeg,
+    JobFinished,
     ModelCalled,
     ModelReserved,
     RunStarted,
@@ -80,9 +83,7 @@ class AgentLink:
 
     def launches_view(self) -> list[dict[str, Any]]:
         """The run's agent launches so far, every attempt's, as `ratchet-sys launches` shows them
-        (`loop.launch.launch_summaries`)."""
-        from ratchet.loop.launch import launch_summaries
-
+        (`launch_summaries`)."""
         return launch_summaries(self._k())
 
     def legs_spent(self) -> Charge:
@@ -301,3 +302,27 @@ class LedgerEvidence:
                 out.append(DevFailure(ex.input, json_text(ex.expected_output),
                                       f"(the output is not kept; the example ended: {status})", status))
         return out
+
+
+def launch_summaries(kernel: Kernel) -> list[dict[str, Any]]:
+    """The run's launches so far, from its ledger: for each `agent.launched` in order, one row per
+    launch name (a job's `group`, else its name) with its job count and how many of its jobs ended
+    in each state (`queued` while a job has no `job.finished`; `agents.command.queue.launch_summary`).
+    A launch the budget refused is one row with its reason."""
+    from ratchet.agents.command.queue import job_state, launch_summary
+
+    finished = {p.job_id: p for e in kernel.events_of("job.finished") if isinstance(p := e.payload, JobFinished)}
+    rows: list[dict[str, Any]] = []
+    for event in kernel.events_of("agent.launched"):
+        launched = event.payload
+        assert isinstance(launched, AgentLaunched)
+        if launched.refused:
+            rows.append(launch_summary(launched.attempt, launched.launch, None, [], refused=launched.refused))
+            continue
+        asked = kernel.blobs.get_json(launched.launch_blob)["jobs"] if launched.launch_blob else []
+        by_name: dict[str, list[str]] = {}
+        for job_id, job in zip(launched.jobs, asked, strict=False):
+            done = finished.get(job_id)
+            by_name.setdefault(job.get("group") or job["name"], []).append(job_state(done.state if done else None))
+        rows += [launch_summary(launched.attempt, launched.launch, name, states) for name, states in by_name.items()]
+    return rows

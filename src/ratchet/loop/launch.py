@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, replace
-from typing import Any
 
 from ratchet.agents.base import MAX_JOBS_PER_LAUNCH, MAX_LAUNCH_TIMEOUT_S, AgentContext, Launch, LaunchJob, LaunchResult
 from ratchet.compute.base import ArtifactSpec
 from ratchet.compute.outcome import read_result
-from ratchet.core.payloads import AgentLaunched, JobFinished
+from ratchet.core.payloads import AgentLaunched
 from ratchet.core.plan import PlannedJob
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.measure import Progress
@@ -85,27 +84,3 @@ def run_launch(kernel: Kernel, ctx: AgentContext, launch: int, action: Launch,
             elapsed_s=record.elapsed_s if record is not None else None,
         ))
     return tuple(results)
-
-
-def launch_summaries(kernel: Kernel) -> list[dict[str, Any]]:
-    """The run's launches so far, from its ledger: for each `agent.launched` in order, one row per
-    launch name (a job's `group`, else its name) with its job count and how many of its jobs ended
-    in each state (`queued` while a job has no `job.finished`; `agents.command.queue.launch_summary`).
-    A launch the budget refused is one row with its reason."""
-    from ratchet.agents.command.queue import job_state, launch_summary  # the command agent's only
-
-    finished = {p.job_id: p for e in kernel.events_of("job.finished") if isinstance(p := e.payload, JobFinished)}
-    rows: list[dict[str, Any]] = []
-    for event in kernel.events_of("agent.launched"):
-        launched = event.payload
-        assert isinstance(launched, AgentLaunched)
-        if launched.refused:
-            rows.append(launch_summary(launched.attempt, launched.launch, None, [], refused=launched.refused))
-            continue
-        asked = kernel.blobs.get_json(launched.launch_blob)["jobs"] if launched.launch_blob else []
-        by_name: dict[str, list[str]] = {}
-        for job_id, job in zip(launched.jobs, asked, strict=False):
-            done = finished.get(job_id)
-            by_name.setdefault(job.get("group") or job["name"], []).append(job_state(done.state if done else None))
-        rows += [launch_summary(launched.attempt, launched.launch, name, states) for name, states in by_name.items()]
-    return rows
