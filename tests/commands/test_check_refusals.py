@@ -4,6 +4,7 @@ from HEAD, whole (item 7)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -116,7 +117,11 @@ def test_a_command_agent_is_refused_the_budgets_its_cli_cannot_report(make_repo,
                                                                       budget: str, refused: str | None):
     root = make_repo(tmp_path / "repo")
     set_contract(root, replace={SEARCH_AGENT: COMMAND_AGENT.format(cli=cli)}, append=f"\n[budget]\n{budget}\n")
-    code, out, err = ratchet("check", str(root))
+    bin_dir = tmp_path / "bin"  # a `claude` on the PATH: check refuses a CLI it cannot find
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "claude").chmod(0o755)
+    code, out, err = ratchet("check", str(root), env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
     if refused is None:
         assert code == 0, (out, err)
         return

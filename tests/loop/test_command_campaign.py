@@ -366,9 +366,21 @@ def test_a_cli_on_the_path_in_a_venv_outside_usr_is_seen_and_its_candidate_promo
     assert argv[0] == str(bin_dir / "venvbot"), "the leg's command line names the program as found"
 
 
-def test_a_cli_that_does_not_exist_fails_to_start_and_the_run_stops_agent_unresponsive(tmp_path: Path):
+def test_a_cli_that_does_not_exist_is_refused_by_check_and_run_before_any_attempt(tmp_path: Path):
     root = agent_project(tmp_path / "p")
-    set_contract(root, replace={'command = "python3 agent/bot.py {prompt}"': 'command = "no-such-agent-cli {prompt}"',
+    set_contract(root, replace={'command = "python3 agent/bot.py {prompt}"': 'command = "no-such-agent-cli {prompt}"'})
+    for command in ("check", "run"):
+        code, out, _ = ratchet(command, str(root))
+        assert code == 2 and out["error"]["code"] == "contract.agent_not_found", out
+        assert "no-such-agent-cli is not found on the PATH" in out["error"]["message"], out
+    assert not (root / ".ratchet" / "runs").exists() or not any((root / ".ratchet" / "runs").iterdir())
+
+
+def test_a_cli_that_fails_to_start_every_time_stops_the_run_agent_unresponsive(tmp_path: Path):
+    root = agent_project(tmp_path / "p")
+    # python3 is there; the script it is told to run is not: it exits 2 at once, nothing done.
+    gone = 'command = "python3 agent/gone.py {prompt}"'
+    set_contract(root, replace={'command = "python3 agent/bot.py {prompt}"': gone,
                                 'kind = "command"\n': 'kind = "command"\nmax_idle_attempts = 2\n',
                                 "max_attempts = 2": "max_attempts = 6"})
     code, out, _ = ratchet("run", str(root))
@@ -378,15 +390,15 @@ def test_a_cli_that_does_not_exist_fails_to_start_and_the_run_stops_agent_unresp
     legs = [e["data"] for e in evs if e["kind"] == "agent.leg"]
     assert [(leg["attempt"], leg["kind"], leg["outcome"]) for leg in legs] == [(1, "start", "start_failed"),
                                                                                (2, "start", "start_failed")]
-    assert all("bwrap: execvp no-such-agent-cli: No such file or directory" in leg["problem"] for leg in legs)
+    assert all("can't open file" in leg["problem"] and "gone.py" in leg["problem"] for leg in legs)
     blobs = run_blobs(root, out["result"]["run_id"])
-    assert all(b"execvp no-such-agent-cli" in blobs.get_bytes(leg["stderr_blob"]) for leg in legs), \
+    assert all(b"can't open file" in blobs.get_bytes(leg["stderr_blob"]) for leg in legs), \
         "a leg that did not start keeps its stderr with the run"
     gave_up = [e["data"] for e in evs if e["kind"] == "attempt.gave_up"]
-    assert [g["unresponsive"] for g in gave_up] == [True, True] and "execvp" in gave_up[-1]["reason"]
+    assert [g["unresponsive"] for g in gave_up] == [True, True] and "gone.py" in gave_up[-1]["reason"]
     (stopped,) = [e["data"] for e in evs if e["kind"] == "run.stopped"]
     assert stopped["detail"].startswith("2 attempts in a row ended without a working agent")
-    assert "execvp no-such-agent-cli" in stopped["detail"]
+    assert "can't open file" in stopped["detail"]
 
 
 def test_check_names_the_clis_resolved_executable_and_preflight_runs_its_version_in_the_sandbox(tmp_path: Path):
@@ -401,6 +413,6 @@ def test_check_names_the_clis_resolved_executable_and_preflight_runs_its_version
     assert agent["program"]["resolved"] == str(bin_dir / "venvbot") and agent["will_run"] is True
     assert str(venv) in agent["bound"]
     assert agent["version"]["ok"] and agent["version"]["output"] == f"venvbot 1.0 {venv}"
-    code, out, _ = ratchet("check", str(root))  # venvbot not on the PATH: it will not run, and check says so
-    assert code == 0 and out["result"]["agent"]["will_run"] is False
-    assert any("venvbot is not found on the PATH" in w for w in out["result"]["warnings"])
+    code, out, _ = ratchet("check", str(root))  # venvbot not on the PATH: it will not run, and check refuses it
+    assert code == 2 and out["error"]["code"] == "contract.agent_not_found", out
+    assert "venvbot is not found on the PATH" in out["error"]["message"]

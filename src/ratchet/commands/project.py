@@ -29,7 +29,8 @@ def check_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCon
 
     Raises ContractError (`contract.*`), UnsupportedError (`unsupported.*`), DataError /
     GitError `git.not_a_repo` (also for a project in a subfolder of a repository), GitError
-    `git.no_commits`, ContractError `contract.path_missing` / `contract.path_scope`, SandboxError
+    `git.no_commits`, ContractError `contract.path_missing` / `contract.path_scope` /
+    `contract.agent_not_found` (a command agent's program not found; not for compare), SandboxError
     `sandbox.unavailable`, DataError from the files agent's folder,
     ContractError `contract.unenforceable_budget` (not for compare, which runs no agent); all exit 2."""
     loaded = load_contract(directory)
@@ -44,12 +45,31 @@ def check_project(directory: Path, for_compare: bool = False) -> tuple[LoadedCon
     git.head_commit()  # raises git.no_commits with a hint
     check_contract_paths(loaded, git, agent=not for_compare)
     resolve_mode(loaded.contract.sandbox.mode)  # raises sandbox.unavailable for a bwrap that does not work
+    if not for_compare:
+        refuse_missing_agent_program(loaded.contract)
     files = loaded.contract.agent.files
     if not for_compare and loaded.contract.agent.kind == "files" and files is not None:
         from ratchet.agents.files import list_candidates
 
         list_candidates(loaded.root / files.path)
     return loaded, git
+
+
+def refuse_missing_agent_program(contract: Contract) -> None:
+    """Raise ContractError `contract.agent_not_found` (exit 2) when a command agent's program, found
+    as each leg finds it (`agents.command.program.agent_program`), is not there or not executable: every
+    attempt would end `start_failed`. A path relative to the workspace is known only there: not refused."""
+    command = contract.agent.command
+    if contract.agent.kind != "command" or command is None:
+        return
+    from ratchet.agents.command.probe import first_word
+    from ratchet.agents.command.program import agent_program
+
+    reach = agent_program(first_word(command.command))
+    if reach.problem:
+        raise ContractError("contract.agent_not_found", f"agent.command.command: {reach.problem}",
+                            hint="install the CLI where the PATH Ratchet runs with finds it, or name it by its "
+                                 "absolute path (`ratchet check` shows where it was looked for)")
 
 
 def refuse_unenforceable_budgets(contract: Contract) -> None:

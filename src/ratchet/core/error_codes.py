@@ -107,6 +107,9 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "compute.max_parallel": _bad_input("compute.max_parallel is below 1: set it to 1 or more"),
     # contract.*: ratchet.toml
     "contract.agent_brief": _bad_input("agent.command.brief cannot be read: name a UTF-8 text file of the project"),
+    "contract.agent_not_found": _bad_input("a command agent's program is not found (or not executable) where each "
+                                           "leg looks for it: install it on the PATH Ratchet runs with, or name it "
+                                           "by its absolute path"),
     "contract.agent_template": _bad_input("an agent.command template is empty, badly quoted, or names a placeholder "
                                           "with no value: fix the template"),
     "contract.changed": _bad_input("ratchet.toml changed since the run started: restore it, or `ratchet abandon` "

@@ -20,8 +20,12 @@ def render_attempt(out: Console, r: dict[str, Any]) -> None:
         out.print(f"revises attempt {r['revises']} (the same agent session, told its verdict)")
     out.print(f"verdict [bold]{r['verdict'] or '-'}[/] ({r['reason'] or '-'})"
               + (f"; gave up: {escape(r['gave_up'])}" if r.get("gave_up") else ""))
-    out.print(f"tree {r['tree']} ({'in the repository' if r['tree_present'] else 'not in the repository'}), "
-              f"kept by {r['ref']}" + (f" -> {r['ref_commit'][:12]}" if r.get("ref_commit") else " (no ref)"))
+    if r["tree"] is None:
+        out.print("no candidate tree (the attempt " + ("gave up before submitting)" if r.get("gave_up") else
+                                                        "submitted none)"))
+    else:
+        out.print(f"tree {r['tree']} ({'in the repository' if r['tree_present'] else 'not in the repository'}), "
+                  f"kept by {r['ref']}" + (f" -> {r['ref_commit'][:12]}" if r.get("ref_commit") else " (no ref)"))
     for stage, f in r["stages"].items():
         names = ("baseline", "champion") if stage == "holdout" else ("champion", "candidate")
         means = means_text(f.get("champion_mean"), f.get("candidate_mean"), names)
@@ -38,7 +42,7 @@ def render_attempt(out: Console, r: dict[str, Any]) -> None:
     out.print("[bold]report[/]")
     out.print(escape(r["report"] or "(none)"), soft_wrap=True)
     out.print("[bold]diff against the champion[/]")
-    out.print(escape(r["diff"] or "(none)"), soft_wrap=True, markup=False)
+    out.print(r["diff"] or "(none)", soft_wrap=True, markup=False)  # printed as it is: no markup, no escapes
 
 
 def render_legs(out: Console, legs: list[dict[str, Any]]) -> None:
