@@ -5,6 +5,9 @@ the gate; decides nothing).
 A task already finished in the ledger is reused, never re-run (resume); a cached measurement is
 recorded as a `job.finished` charged 0 units; every other task is submitted, recorded as
 `job.started` with its external id (a pid, a scheduler's job id) and `job.finished` when it ends.
+A task cancelled by a stop (Ctrl-C, SIGTERM) is recorded `job.finished` state `cancelled`, charged
+a unit only if it had started, and never judged: a resume runs it again as a fresh job (same unit,
+same seed), so no later kernel re-attaches to a task the run itself cancelled.
 Checkouts live under `<work_dir>/<job_id>/` and are removed when the job ends, whatever happened.
 A batch reads each of its trees from git once and copies it per job (`workspace.checkouts`).
 """
@@ -99,9 +102,18 @@ class Runner:
         out.update(outcome.results)
         self._progress(len(out), total)
 
+    def _ended_cancelled(self, task: Task, result: JobResult, attempt: int, stage: str) -> None:
+        """Record a task a stop cancelled (`cancelled`, not judged, run again by a resume): charged
+        one unit and its seconds when it had started, nothing when it never did."""
+        outcome = self.target.read(task, result)
+        record = dict(outcome.record, state="cancelled", value=None)
+        if result.elapsed_s <= 0:
+            record.update(units_charged=0, elapsed_s=0.0, cpu_s=0.0, gpu_s=0.0)
+        self._finished(TaskOutcome({}, record), attempt, stage)
+
     def _known(self, task: Task, attempt: int, stage: str) -> TaskOutcome | None:
         """A task's outcome without running it: recorded (resume) or cached (recorded now)."""
-        if task.job_id in self.done:
+        if task.job_id in self.done and self.done[task.job_id].state != "cancelled":  # cancelled: runs again
             reused = self.target.reuse(task, self.done[task.job_id].to_data())
             if reused is not None:
                 return reused
@@ -132,12 +144,14 @@ class Runner:
         def on_result(result: JobResult) -> None:
             ended.add(result.job_id)
             task = by_id[result.job_id]
+            shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # its task ended: while the others run
             if result.state == "cancelled":
                 if result.job_id in skipping:
                     self._ended_skipped(task, result, skipping[result.job_id], out, attempt, stage, total)
+                else:
+                    self._ended_cancelled(task, result, attempt, stage)
                 return
             self.results[result.job_id] = result
-            shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # while the other jobs run
             outcome = self.target.read(task, result)
             self._finished(outcome, attempt, stage)
             self._store(task, outcome)
