@@ -139,6 +139,7 @@ class SlurmExecutor:
         self._arrays: set[str] = set()
         self._cancelled: set[str] = set()
         self._wake = threading.Event()
+        self._stopping = False  # cancel() of everything was called: a stop
         self._closed = False
 
     @property
@@ -180,7 +181,7 @@ class SlurmExecutor:
                     self._known[task.job_id] = task.external_id
                     if on_submit is not None:
                         on_submit(task.job_id, task.external_id)
-                self._call("release", ["scontrol", "release", array_id])
+                self._release(array_id, tasks)
                 batch.tasks.extend(tasks)
         except BaseException:  # nothing unrecorded may run, nor anything of a submit that failed
             if batch.arrays:
@@ -189,6 +190,17 @@ class SlurmExecutor:
         by_id = {t.job_id: t for t in batch.tasks}
         batch.tasks = [by_id[s.job_id] for s in specs]
         return Batch(tuple(s.job_id for s in specs), batch)
+
+    def _release(self, array_id: str, tasks: Sequence[_Task]) -> None:
+        """Release a held array whose tasks are recorded. A stop (`cancel()`) that came while it was
+        being recorded already scancelled it: its tasks then end `cancelled` in `wait`, recorded as
+        such, instead of the release's failure stopping the run unrecorded."""
+        try:
+            self._call("release", ["scontrol", "release", array_id])
+        except SchedulerError:
+            if not self._stopping:
+                raise
+            self._cancelled.update(t.job_id for t in tasks)
 
     def _install_wrapper(self) -> Path:
         target = self.jobs_dir / SLURM_DIR / "task.py"
@@ -420,6 +432,7 @@ class SlurmExecutor:
         or re-attached) in one call; they end `cancelled` (unless already done). Job ids this
         executor does not know are ignored."""
         if ids is None:
+            self._stopping = True
             targets = sorted(self._arrays)
             self._cancelled.update(self._known)
         else:

@@ -5,9 +5,10 @@ the gate; decides nothing).
 A task already finished in the ledger is reused, never re-run (resume); a cached measurement is
 recorded as a `job.finished` charged 0 units; every other task is submitted, recorded as
 `job.started` with its external id (a pid, a scheduler's job id) and `job.finished` when it ends.
-A task cancelled by a stop (Ctrl-C, SIGTERM) is recorded `job.finished` state `cancelled`, charged
-a unit only if it had started, and never judged: a resume runs it again as a fresh job (same unit,
-same seed), so no later kernel re-attaches to a task the run itself cancelled.
+A task cancelled by a stop (Ctrl-C, SIGTERM) is recorded `job.finished` state `cancelled` (no
+job-unit: the unit is charged when it runs again; the seconds it ran), never judged: a resume runs
+it again as a fresh job (same unit, same seed), so no later kernel re-attaches to a task the run
+itself cancelled.
 Checkouts live under `<work_dir>/<job_id>/` and are removed when the job ends, whatever happened.
 A batch reads each of its trees from git once and copies it per job (`workspace.checkouts`).
 """
@@ -103,12 +104,10 @@ class Runner:
         self._progress(len(out), total)
 
     def _ended_cancelled(self, task: Task, result: JobResult, attempt: int, stage: str) -> None:
-        """Record a task a stop cancelled (`cancelled`, not judged, run again by a resume): charged
-        one unit and its seconds when it had started, nothing when it never did."""
+        """Record a task a stop cancelled (`cancelled`, not judged, run again by a resume): no
+        job-unit (charged when it runs again), the seconds it ran (none if it never started)."""
         outcome = self.target.read(task, result)
-        record = dict(outcome.record, state="cancelled", value=None)
-        if result.elapsed_s <= 0:
-            record.update(units_charged=0, elapsed_s=0.0, cpu_s=0.0, gpu_s=0.0)
+        record = dict(outcome.record, state="cancelled", value=None, units_charged=0)
         self._finished(TaskOutcome({}, record), attempt, stage)
 
     def _known(self, task: Task, attempt: int, stage: str) -> TaskOutcome | None:

