@@ -133,7 +133,10 @@ class Runner:
         # job_id -> why: cancelled, or never submitted, because the candidate failed in this look
         skipping: dict[str, str] = dict.fromkeys(by_id, skip) if skip else {}
 
+        started: set[str] = set()
+
         def on_submit(job_id: str, external_id: str) -> None:
+            started.add(job_id)
             task = by_id[job_id]
             self._record(JobStarted(job_id=job_id, attempt=attempt, stage=cast(JobStage, stage),
                                     variant=cast(Variant, task.variant), unit=task.jobs[0].unit,
@@ -147,7 +150,7 @@ class Runner:
             if result.state == "cancelled":
                 if result.job_id in skipping:
                     self._ended_skipped(task, result, skipping[result.job_id], out, attempt, stage, total)
-                else:
+                elif result.job_id in recorded or result.job_id in started:  # one never started left no trace
                     self._ended_cancelled(task, result, attempt, stage)
                 return
             self.results[result.job_id] = result
