@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import events, interrupted_at, ratchet, set_contract
+
+from ratchet.loop.kernel import CRASH_AT_ENV
 
 
 def _cluster_problem() -> str | None:
@@ -123,5 +127,31 @@ def test_ctrl_c_with_tasks_in_flight_resumes_to_the_same_verdicts(make_repo, tmp
         rerun = [e["data"] for e in evs if e["kind"] == "job.finished" and e["data"]["job_id"] in cancelled
                  and e["data"]["state"] != "cancelled"]
         assert {d["job_id"] for d in rerun} == set(cancelled) and all(d["state"] == "ok" for d in rerun)
+    finally:
+        _scancel_run(root)
+
+
+CRASH_POINT = "before:job.finished:2"
+"""Kill the kernel just before the first trial job's `job.finished` (the preflight measures the
+baseline on one unit first): the other trial tasks are then running or queued, four at a time."""
+
+
+def test_a_kernel_killed_with_tasks_queued_resumes_at_once_and_keeps_their_checkouts(make_repo, tmp_path: Path,
+                                                                                      reference):
+    root = _project(make_repo, tmp_path / "repo")
+    try:
+        crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                                 text=True, timeout=300, env={**os.environ, **ENV, CRASH_AT_ENV: CRASH_POINT})
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        run_id = _run_id(root)
+        assert _queued("ratchet"), "tasks must still be queued or running for this test to mean anything"
+
+        code, out, err = ratchet("run", str(root), "--resume", run_id, env=ENV, timeout=300)
+        assert code == 0, err
+        evs = events(root, run_id)
+        assert _verdicts(evs) == reference
+        reasons = [e["data"]["reason"] for e in evs if e["kind"] == "job.finished"]
+        assert not [r for r in reasons if "could not start" in r], reasons
+        assert set(_finished_states(evs)) == {"ok"}
     finally:
         _scancel_run(root)
