@@ -6,16 +6,19 @@ never cancelled. Each benchmark job sleeps a second, so a stop always finds task
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import events, interrupted_at, ratchet, set_contract
+from helpers import events, interrupted_at, ratchet, rechain, set_contract
 
+from ratchet.compute.slurm import run_token
 from ratchet.loop.kernel import CRASH_AT_ENV
 
 
@@ -78,7 +81,8 @@ def _queued(name: str) -> list[str]:
 
 def _scancel_run(root: Path) -> None:
     """Never leave a test's tasks on the shared cluster."""
-    subprocess.run(["scancel", "-n", "ratchet"], capture_output=True, check=False)
+    for runs in (root / ".ratchet" / "runs").glob("*/jobs"):
+        subprocess.run(["scancel", "-n", run_token(runs)], capture_output=True, check=False)
 
 
 def _finished_states(evs: list[dict[str, Any]]) -> list[str]:
@@ -116,7 +120,7 @@ def test_ctrl_c_with_tasks_in_flight_resumes_to_the_same_verdicts(make_repo, tmp
         started = {e["data"]["job_id"] for e in evs if e["kind"] == "job.started"}
         finished = {e["data"]["job_id"] for e in evs if e["kind"] == "job.finished"}
         assert started <= finished, "every task the stop cancelled is recorded as such"
-        assert not _queued("ratchet"), "the stop scancelled them"
+        assert not _queued(run_token(root / ".ratchet" / "runs" / run_id / "jobs")), "the stop scancelled them"
 
         code, out, err = ratchet("run", str(root), "--resume", run_id, env=ENV, timeout=300)
         assert code == 0, err
@@ -144,7 +148,8 @@ def test_a_kernel_killed_with_tasks_queued_resumes_at_once_and_keeps_their_check
                                  text=True, timeout=300, env={**os.environ, **ENV, CRASH_AT_ENV: CRASH_POINT})
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
         run_id = _run_id(root)
-        assert _queued("ratchet"), "tasks must still be queued or running for this test to mean anything"
+        token = run_token(root / ".ratchet" / "runs" / run_id / "jobs")
+        assert _queued(token), "tasks must still be queued or running for this test to mean anything"
 
         code, out, err = ratchet("run", str(root), "--resume", run_id, env=ENV, timeout=300)
         assert code == 0, err
@@ -155,3 +160,37 @@ def test_a_kernel_killed_with_tasks_queued_resumes_at_once_and_keeps_their_check
         assert set(_finished_states(evs)) == {"ok"}
     finally:
         _scancel_run(root)
+
+
+def test_a_foreign_job_with_a_recorded_id_is_refused_and_never_cancelled(make_repo, tmp_path: Path):
+    root = _project(make_repo, tmp_path / "repo")
+    foreign = ""
+    try:
+        crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(root), "--json"], capture_output=True,
+                                 text=True, timeout=300, env={**os.environ, **ENV, CRASH_AT_ENV: CRASH_POINT})
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        run_id = _run_id(root)
+        foreign = subprocess.run(["sbatch", "--parsable", "--array=0-0", "--job-name=someone-else",
+                                  f"--output={tmp_path}/foreign-%a.log", "--wrap", "sleep 120"],
+                                 capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+        ledger = root / ".ratchet" / "runs" / run_id / "events.jsonl"
+        finished = {e["data"]["job_id"] for e in events(root, run_id) if e["kind"] == "job.finished"}
+        victim = next(e["data"]["job_id"] for e in events(root, run_id)
+                      if e["kind"] == "job.started" and e["data"]["job_id"] not in finished)
+
+        def edit(event: dict[str, Any]) -> bool:
+            if event["kind"] == "job.started" and event["data"]["job_id"] == victim:
+                event["data"]["external_id"] = f"{foreign}_0"
+                return True
+            return False
+
+        rechain(ledger, edit)
+        code, out, err = ratchet("run", str(root), "--resume", run_id, env=ENV, timeout=120)
+        assert code != 0 and out["error"]["code"] == "slurm.foreign_job", (out, err)
+        assert re.search(rf"\b{foreign}_0\b", out["error"]["message"]), out["error"]["message"]
+        time.sleep(1.0)
+        assert _queued("someone-else") == [f"{foreign}_0"], "the foreign job must be left alone"
+    finally:
+        _scancel_run(root)
+        if foreign:
+            subprocess.run(["scancel", foreign], capture_output=True, check=False)
