@@ -131,6 +131,8 @@ def test_ctrl_c_with_tasks_in_flight_resumes_to_the_same_verdicts(make_repo, tmp
         rerun = [e["data"] for e in evs if e["kind"] == "job.finished" and e["data"]["job_id"] in cancelled
                  and e["data"]["state"] != "cancelled"]
         assert {d["job_id"] for d in rerun} == set(cancelled) and all(d["state"] == "ok" for d in rerun)
+        code, out, err = ratchet("verify", run_id, "--dir", str(root))
+        assert code == 0, (out, err)
     finally:
         _scancel_run(root)
 
