@@ -129,6 +129,7 @@ class SlurmExecutor:
         cap when smaller).
     settings: `[compute.slurm]` of the contract (partition, account, qos, extra_args, poll, grace).
     scheduler_calls: how many scheduler commands this executor ran (`calls` by command name).
+    token: the job name of its arrays (`run_token(jobs_dir)`), checked on reattach and every poll.
     """
 
     backend = "slurm"
