@@ -268,7 +268,8 @@ def _facts(root: Path, run_id: str) -> dict[str, Any]:
     assert code == 0, err
     status = out["result"]
     evs = events(root, run_id)
-    finished = Counter(e["data"]["job_id"] for e in evs if e["kind"] == "job.finished")
+    finished = Counter(e["data"]["job_id"] for e in evs  # a job a stop cancelled ran again: counted once
+                       if e["kind"] == "job.finished" and e["data"]["state"] != "cancelled")
     started = Counter(e["data"]["job_id"] for e in evs if e["kind"] == "job.started")
     return {
         "status": status,
@@ -539,8 +540,9 @@ def test_ctrl_c_stops_with_exit_130_and_resume_completes(interrupted: dict, shar
     assert result["stop_reason"] == "interrupted" and f"--resume {run_id}" in result["resume"]
     ledger = _ledger(root)
     assert ledger[-1]["kind"] == "run.stopped" and ledger[-1]["data"]["stop_reason"] == "interrupted"
-    cancelled = _running(ledger)
-    assert len(cancelled) == 2  # cancelled jobs are not recorded as finished
+    assert not _running(ledger), "every job the stop cancelled is recorded"
+    cancelled = [e["data"] for e in ledger if e["kind"] == "job.finished" and e["data"]["state"] == "cancelled"]
+    assert len(cancelled) == 2 and all(d["units_charged"] == 0 for d in cancelled), cancelled
     assert not _alive_benches(shared), "Ctrl-C left a job running"
 
     resumed = _resume(root, run_id)

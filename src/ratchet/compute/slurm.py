@@ -14,10 +14,17 @@ collected from its workdir.
 sbatch gets `--export=NIL` (Slurm >= 20.11): the submitting environment (API keys) never reaches a
 node, and no login environment is loaded there either (`NONE` would run a login shell per task).
 `scheduler_calls` counts every sbatch, scontrol and scancel call.
+
+Our jobs only: every array is named with the executor's `token` (`--job-name`, placed after
+`extra_args` so they cannot override it), unique to its jobs_dir, hence to the run. Reattach and
+every poll read the name back from `scontrol show job` and refuse an array of another name
+(SchedulerError `slurm.foreign_job`); scancel names only arrays this executor submitted or
+verified as its own.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -122,6 +129,7 @@ class SlurmExecutor:
         cap when smaller).
     settings: `[compute.slurm]` of the contract (partition, account, qos, extra_args, poll, grace).
     scheduler_calls: how many scheduler commands this executor ran (`calls` by command name).
+    token: the job name of its arrays (`run_token(jobs_dir)`), checked on reattach and every poll.
     """
 
     backend = "slurm"
@@ -137,8 +145,11 @@ class SlurmExecutor:
         self.calls: Counter[str] = Counter()
         self._known: dict[str, str] = {}  # job_id -> external id, for cancel(ids)
         self._arrays: set[str] = set()
+        self._ours: set[str] = set()  # arrays submitted here or verified by name: the only ones scancelled
+        self.token = run_token(self.jobs_dir)
         self._cancelled: set[str] = set()
         self._wake = threading.Event()
+        self._stopping = False  # cancel() of everything was called: a stop
         self._closed = False
 
     @property
@@ -180,7 +191,7 @@ class SlurmExecutor:
                     self._known[task.job_id] = task.external_id
                     if on_submit is not None:
                         on_submit(task.job_id, task.external_id)
-                self._call("release", ["scontrol", "release", array_id])
+                self._release(array_id, tasks)
                 batch.tasks.extend(tasks)
         except BaseException:  # nothing unrecorded may run, nor anything of a submit that failed
             if batch.arrays:
@@ -189,6 +200,17 @@ class SlurmExecutor:
         by_id = {t.job_id: t for t in batch.tasks}
         batch.tasks = [by_id[s.job_id] for s in specs]
         return Batch(tuple(s.job_id for s in specs), batch)
+
+    def _release(self, array_id: str, tasks: Sequence[_Task]) -> None:
+        """Release a held array whose tasks are recorded. A stop (`cancel()`) that came while it was
+        being recorded already scancelled it: its tasks then end `cancelled` in `wait`, recorded as
+        such, instead of the release's failure stopping the run unrecorded."""
+        try:
+            self._call("release", ["scontrol", "release", array_id])
+        except SchedulerError:
+            if not self._stopping:
+                raise
+            self._cancelled.update(t.job_id for t in tasks)
 
     def _install_wrapper(self) -> Path:
         target = self.jobs_dir / SLURM_DIR / "task.py"
@@ -215,13 +237,14 @@ class SlurmExecutor:
         s = self.settings
         python = s.python or sys.executable
         argv = ["sbatch", "--parsable", "--hold", f"--array=0-{len(group) - 1}%{throttle}",
-                f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NIL", "--job-name=ratchet",
+                f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NIL",
                 f"--output={tag.resolve()}/%a.log", f"--chdir={tag.resolve()}"]
         argv += [f"--mem={memory_mb}M"] if memory_mb else []
         argv += [f"--gres=gpu:{gpus}"] if gpus else []
         for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
             argv += [f"--{flag}={value}"] if value else []
         argv += list(s.extra_args)
+        argv += [f"--job-name={self.token}"]  # after extra_args: the last --job-name wins
         wrap = ["exec", python, "-I", "-S", str(wrapper.resolve()), str((tag / "tasks").resolve())]
         argv += ["--wrap", shlex.join(wrap)]
         out = self._call("sbatch", argv)
@@ -230,6 +253,7 @@ class SlurmExecutor:
         except ValueError as exc:
             raise SchedulerError("slurm.sbatch", str(exc)) from exc
         self._arrays.add(array_id)
+        self._ours.add(array_id)
         return array_id, tag
 
     def _prepare_job_dir(self, spec: JobSpec) -> Path:
@@ -305,13 +329,31 @@ class SlurmExecutor:
 
     def _show_array(self, array_id: str) -> dict[int, TaskRecord] | None:
         """The array's task records ({} when the scheduler forgot the whole array; None when the
-        scheduler could not be asked)."""
+        scheduler could not be asked). Raises SchedulerError `slurm.foreign_job` when the array is
+        not this run's (its name is not `token`)."""
         try:
-            return parse_show_job(self._call("show", ["scontrol", "-o", "show", "job", array_id]))
+            records = parse_show_job(self._call("show", ["scontrol", "-o", "show", "job", array_id]))
         except SchedulerError as exc:
             if "Invalid job id" in exc.message:
                 return {}
             return None
+        self._check_ours(array_id, records)
+        return records
+
+    def _check_ours(self, array_id: str, records: Mapping[int, TaskRecord]) -> None:
+        """Raise SchedulerError `slurm.foreign_job` unless every record is named `token`; an array
+        whose name matches joins the arrays this executor may scancel."""
+        for record in records.values():
+            if record.name != self.token:
+                self._ours.discard(array_id)
+                raise SchedulerError(
+                    "slurm.foreign_job",
+                    f"Slurm job {array_id}_{record.index} is not this run's: it is named {record.name!r}, "
+                    f"this run's jobs are named {self.token!r}",
+                    hint="the ledger records an id the scheduler gave to another job: nothing was cancelled; "
+                         "check `squeue`, and `ratchet abandon` the run if its jobs are gone")
+        if records:
+            self._ours.add(array_id)
 
     def _settle(self, task: _Task, record: TaskRecord | None, on_result: OnResult | None) -> None:
         """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S)."""
@@ -392,13 +434,20 @@ class SlurmExecutor:
         """A batch of the recorded tasks (job_id -> `<array>_<index>`), running or finished, to be
         collected by `wait` without submitting anything; ids that are not Slurm task ids are left
         out (the kernel runs those again). Timeouts, workdirs and artifacts come from each job's
-        task.json."""
+        task.json. Each array is checked first (one `scontrol show job`): Raises SchedulerError
+        `slurm.foreign_job`, before anything is re-attached, when one is not this run's (see the
+        module docstring); an array the scheduler forgot is collected from its outcome files and
+        never scancelled."""
         tasks = []
+        parsed: list[tuple[str, str, str, int]] = []
         for job_id, external in recorded.items():
             array_id, sep, index = external.partition("_")
-            if not (sep and array_id.isdigit() and index.isdigit()):
-                continue
-            tasks.append(self._reattached(job_id, array_id, int(index)))
+            if sep and array_id.isdigit() and index.isdigit():
+                parsed.append((job_id, external, array_id, int(index)))
+        for array in sorted({p[2] for p in parsed}):
+            self._show_array(array)
+        for job_id, external, array_id, position in parsed:
+            tasks.append(self._reattached(job_id, array_id, position))
             self._known[job_id] = external
             self._arrays.add(array_id)
         return Batch(tuple(t.job_id for t in tasks), _SlurmBatch(tasks, on_result, sorted({t.array_id for t in tasks})))
@@ -418,13 +467,15 @@ class SlurmExecutor:
     def cancel(self, ids: Iterable[str] | None = None) -> None:
         """scancel exactly the tasks of the named jobs (None: every array this executor submitted
         or re-attached) in one call; they end `cancelled` (unless already done). Job ids this
-        executor does not know are ignored."""
+        executor does not know are ignored, and so are arrays not known to be this run's (forgotten
+        by the scheduler when re-attached, or foreign)."""
         if ids is None:
-            targets = sorted(self._arrays)
+            self._stopping = True
+            targets = sorted(self._arrays & self._ours)
             self._cancelled.update(self._known)
         else:
             chosen = [j for j in ids if j in self._known]
-            targets = [self._known[j] for j in chosen]
+            targets = [self._known[j] for j in chosen if self._known[j].partition("_")[0] in self._ours]
             self._cancelled.update(chosen)
         if targets:
             self._scancel(targets)
@@ -459,6 +510,13 @@ class SlurmExecutor:
             raise SchedulerError(f"slurm.{name}", f"{shlex.join(argv[:4])} failed: {proc.stderr.strip()}",
                                  hint="check `sinfo` and the [compute.slurm] settings")
         return proc.stdout
+
+
+def run_token(jobs_dir: Path) -> str:
+    """The job name of every array submitted for `jobs_dir` (one run's): `ratchet-` and 12 hex
+    digits of the SHA-256 of its absolute path."""
+    digest = hashlib.sha256(str(Path(jobs_dir).resolve()).encode()).hexdigest()
+    return f"ratchet-{digest[:12]}"
 
 
 def max_poll_rounds(elapsed_s: float, poll_min_s: float, poll_max_s: float) -> int:

@@ -65,6 +65,8 @@ class TaskRecord:
     exit_signal: int | None
     restarts: int
     run_time_s: float
+    name: str = ""
+    """JobName= (the run's token, for an array Ratchet submitted)."""
 
     @property
     def base_state(self) -> str:
@@ -140,6 +142,7 @@ def parse_show_job(text: str) -> dict[int, TaskRecord]:
                 exit_signal=int(sig) if sig.isdigit() else None,
                 restarts=int(fields["Restarts"]) if fields.get("Restarts", "").isdigit() else 0,
                 run_time_s=parse_duration_hms(fields.get("RunTime", "")),
+                name=fields.get("JobName", ""),
             )
     return records
 

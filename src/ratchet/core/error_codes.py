@@ -67,6 +67,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                       'pass the .pub file of the project'),
     "git.bad_ref": _bad_input(f"a git ref name Ratchet built is not valid: {_REPORT}"),
     "slurm.sbatch": _bad_input("sbatch refused the job array: check `sinfo`, the partition and [compute.slurm]"),
+    "slurm.foreign_job": _bad_input("a Slurm job id the ledger records is not this run's (its job name is not the "
+                                    "run's token): nothing was cancelled; check `squeue`"),
     "verify.failed": ErrorCode(EXIT_CHECK_FAILED, "a check of `ratchet verify` failed: the findings name each (code, "
                                                   "event seq, what differed)"),
     # The CLI's own codes (cli.py): no RatchetError carries them except `interrupted`.

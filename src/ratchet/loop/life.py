@@ -106,8 +106,8 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
                             hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
                                  "its report")
-        shutil.rmtree(run.work, ignore_errors=True)  # checkouts the dead kernel left behind
         kernel = open_kernel(loaded, run, lock, log, clock)
+        remove_dead_checkouts(run.work, state.running_jobs if kernel.executor.jobs_outlive_kernel else {})
     except BaseException:
         lock.release()
         raise
@@ -117,6 +117,20 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
     if not kernel.executor.jobs_outlive_kernel:
         kernel.executor.reattach({job_id: str(ext) for job_id, ext in state.running_jobs.items() if ext is not None})
     return kernel
+
+
+def remove_dead_checkouts(work: Path, alive: Mapping[str, object]) -> None:
+    """Remove the checkouts a dead kernel left under `work` (`<work>/<job_id>/`, the checkout
+    pool's templates), except those of the jobs in `alive`: tasks a scheduler may still be running
+    or have queued, re-attached later; their checkouts go when they end (the runner)."""
+    if not work.is_dir():
+        return
+    for entry in work.iterdir():
+        if entry.name not in alive:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
 
 def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: ExampleData | None,

@@ -5,6 +5,10 @@ the gate; decides nothing).
 A task already finished in the ledger is reused, never re-run (resume); a cached measurement is
 recorded as a `job.finished` charged 0 units; every other task is submitted, recorded as
 `job.started` with its external id (a pid, a scheduler's job id) and `job.finished` when it ends.
+A task cancelled by a stop (Ctrl-C, SIGTERM) is recorded `job.finished` state `cancelled` (no
+job-unit: the unit is charged when it runs again; the seconds it ran), never judged: a resume runs
+it again as a fresh job (same unit, same seed), so no later kernel re-attaches to a task the run
+itself cancelled.
 Checkouts live under `<work_dir>/<job_id>/` and are removed when the job ends, whatever happened.
 A batch reads each of its trees from git once and copies it per job (`workspace.checkouts`).
 """
@@ -99,9 +103,16 @@ class Runner:
         out.update(outcome.results)
         self._progress(len(out), total)
 
+    def _ended_cancelled(self, task: Task, result: JobResult, attempt: int, stage: str) -> None:
+        """Record a task a stop cancelled (`cancelled`, not judged, run again by a resume): no
+        job-unit (charged when it runs again), the seconds it ran (none if it never started)."""
+        outcome = self.target.read(task, result)
+        record = dict(outcome.record, state="cancelled", value=None, units_charged=0)
+        self._finished(TaskOutcome({}, record), attempt, stage)
+
     def _known(self, task: Task, attempt: int, stage: str) -> TaskOutcome | None:
         """A task's outcome without running it: recorded (resume) or cached (recorded now)."""
-        if task.job_id in self.done:
+        if task.job_id in self.done and self.done[task.job_id].state != "cancelled":  # cancelled: runs again
             reused = self.target.reuse(task, self.done[task.job_id].to_data())
             if reused is not None:
                 return reused
@@ -122,7 +133,10 @@ class Runner:
         # job_id -> why: cancelled, or never submitted, because the candidate failed in this look
         skipping: dict[str, str] = dict.fromkeys(by_id, skip) if skip else {}
 
+        started: set[str] = set()
+
         def on_submit(job_id: str, external_id: str) -> None:
+            started.add(job_id)
             task = by_id[job_id]
             self._record(JobStarted(job_id=job_id, attempt=attempt, stage=cast(JobStage, stage),
                                     variant=cast(Variant, task.variant), unit=task.jobs[0].unit,
@@ -132,12 +146,14 @@ class Runner:
         def on_result(result: JobResult) -> None:
             ended.add(result.job_id)
             task = by_id[result.job_id]
+            shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # its task ended: while the others run
             if result.state == "cancelled":
                 if result.job_id in skipping:
                     self._ended_skipped(task, result, skipping[result.job_id], out, attempt, stage, total)
+                elif result.job_id in recorded or result.job_id in started:  # one never started left no trace
+                    self._ended_cancelled(task, result, attempt, stage)
                 return
             self.results[result.job_id] = result
-            shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # while the other jobs run
             outcome = self.target.read(task, result)
             self._finished(outcome, attempt, stage)
             self._store(task, outcome)
