@@ -27,10 +27,12 @@ CHECK_SALT = "ratchet-check"
 def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     """Load and validate the contract in `directory`, refuse what `ratchet run` would refuse (with
     the same errors: `commands.project.check_project`), and return a summary dict with keys
-    contract, target, scope, agent, gate, budget, sandbox, inputs, warnings, unsupported (always
-    empty: an unsupported setting is refused), `scope_imports` and `detectable` (benchmark) or
-    `examples` (examples), and, with `preflight`, `preflight`: the baseline measured once, as
-    `ratchet run` does before spending any budget (in the sandbox when it is used).
+    contract, target, scope, agent, gate, budget, sandbox, compute
+    (backend, jobs_at_once, why it is below max_parallel: `compute.factory.check_compute`), inputs,
+    warnings, unsupported (always empty: an unsupported setting is refused), `scope_imports` and
+    `detectable` (benchmark) or `examples` (examples), and, with `preflight`, `preflight`: the
+    baseline measured once, as `ratchet run` does before spending any budget (in the sandbox when
+    it is used).
 
     The looks and the worst-case budget are the run's own: the target is built as `ratchet run`
     builds it (an examples target's looks are clamped to the val split, its reserve is
@@ -40,11 +42,13 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     MeasurementError `preflight.no_metric` when the preflight measures nothing.
     """
     from ratchet.commands.run import load_examples_data
+    from ratchet.compute.factory import check_compute
     from ratchet.loop.agents import reads_history
     from ratchet.targets.factory import make_target
 
     loaded, git = check_project(directory)
     contract = loaded.contract
+    at_once = check_compute(contract.compute)
     data = load_examples_data(loaded)
     target = make_target(contract, loaded.root, SandboxSpec(), CHECK_SALT, data)
     looks = target.looks("trial")
@@ -52,6 +56,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     stale = uncommitted_warning(git.changed_paths(), contract)
     if stale:
         warnings.append(stale)
+    if at_once.why:
+        warnings.append(at_once.why)
     gate = gate_summary(contract, looks)
     warnings.extend(gate.pop("warnings"))
     sandbox = sandbox_summary(contract)
@@ -103,6 +109,7 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
                    "worst_case_units": worst},
         "sandbox": sandbox,
+        "compute": {"backend": contract.compute.backend, "jobs_at_once": at_once.count, "why": at_once.why},
         "environment": environment,
         "warnings": warnings,
         "unsupported": [e.to_json() for e in unsupported_settings(contract)],
