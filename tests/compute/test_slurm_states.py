@@ -136,3 +136,17 @@ def test_poll_round_bound_grows_with_time_not_with_tasks():
 def test_requeued_task_says_which_attempt_it_was():
     result = compose_result("j", "1_0", {**OK_OUTCOME, "restart": 2}, record("COMPLETED", restarts=2), 30.0, None)
     assert result.state == "ok" and result.reason == "exit code 0 (attempt 3: requeued 2 times)"
+
+
+@pytest.mark.parametrize("reason", ["PartitionNodeLimit", "BadConstraints", "PartitionConfig",
+                                    "QOSMaxCpuPerJobLimit", "AssocMaxWallDurationPerJobLimit"])
+def test_a_task_pending_for_a_reason_that_never_clears_is_unschedulable(reason):
+    pending = record("PENDING", reason)
+    assert pending.never_starts and not pending.terminal
+    result = compose_result("j", "1_0", None, pending, 30.0, None)
+    assert result.state == "unschedulable" and reason in result.reason and result.scheduler_state == "PENDING"
+
+
+@pytest.mark.parametrize("reason", ["Resources", "Priority", "JobArrayTaskLimit", "ReqNodeNotAvail", "BeginTime"])
+def test_a_task_waiting_for_a_reason_that_may_clear_keeps_waiting(reason):
+    assert not record("PENDING", reason).never_starts

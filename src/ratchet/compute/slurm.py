@@ -43,6 +43,7 @@ from ratchet.compute.base import (
     JobSpec,
     OnResult,
     OnSubmit,
+    Resources,
     SandboxMode,
     SandboxSetting,
     SandboxSpec,
@@ -138,6 +139,7 @@ class SlurmExecutor:
         self._known: dict[str, str] = {}  # job_id -> external id, for cancel(ids)
         self._arrays: set[str] = set()
         self._cancelled: set[str] = set()
+        self._unschedulable: set[str] = set()  # arrays cancelled because they can never start
         self._wake = threading.Event()
         self._closed = False
 
@@ -207,21 +209,13 @@ class SlurmExecutor:
                       throttle: int) -> tuple[str, Path]:
         """sbatch one held array for `group`, at most `throttle` tasks running at once (`%K`);
         (array id, its directory under .slurm/)."""
-        minutes, cpus, memory_mb, gpus = resources
         tag = self.jobs_dir / SLURM_DIR / f"b-{secrets.token_hex(4)}"
         tag.mkdir(parents=True)
         lines = [str(self._prepare_job_dir(spec).resolve()) for spec in group]
         (tag / "tasks").write_text("\n".join(lines) + "\n")
-        s = self.settings
-        python = s.python or sys.executable
-        argv = ["sbatch", "--parsable", "--hold", f"--array=0-{len(group) - 1}%{throttle}",
-                f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NIL", "--job-name=ratchet",
+        python = self.settings.python or sys.executable
+        argv = ["sbatch", "--parsable", "--hold", *self._shape_options(resources, len(group), throttle),
                 f"--output={tag.resolve()}/%a.log", f"--chdir={tag.resolve()}"]
-        argv += [f"--mem={memory_mb}M"] if memory_mb else []
-        argv += [f"--gres=gpu:{gpus}"] if gpus else []
-        for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
-            argv += [f"--{flag}={value}"] if value else []
-        argv += list(s.extra_args)
         wrap = ["exec", python, "-I", "-S", str(wrapper.resolve()), str((tag / "tasks").resolve())]
         argv += ["--wrap", shlex.join(wrap)]
         out = self._call("sbatch", argv)
@@ -231,6 +225,40 @@ class SlurmExecutor:
             raise SchedulerError("slurm.sbatch", str(exc)) from exc
         self._arrays.add(array_id)
         return array_id, tag
+
+    def _shape_options(self, resources: tuple, tasks: int, throttle: int) -> list[str]:
+        """The sbatch options that decide where and whether an array can run: array size and
+        throttle, --time, CPUs, memory, GPUs, partition, account, qos and `extra_args`."""
+        minutes, cpus, memory_mb, gpus = resources
+        s = self.settings
+        argv = [f"--array=0-{tasks - 1}%{throttle}", f"--time={minutes}", f"--cpus-per-task={cpus}",
+                "--export=NIL", "--job-name=ratchet"]
+        argv += [f"--mem={memory_mb}M"] if memory_mb else []
+        argv += [f"--gres=gpu:{gpus}"] if gpus else []
+        for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
+            argv += [f"--{flag}={value}"] if value else []
+        return argv + list(s.extra_args)
+
+    def shape_problem(self, resources: Resources, timeout_s: float) -> str | None:
+        """Ask the scheduler whether a job of this shape could ever run (`sbatch --test-only` with
+        the options a submit would use, nothing queued): None when it could, else the scheduler's
+        answer with the options asked ("allocation failure: Requested node configuration is not
+        available (asked: --cpus-per-task=16 ...)"). Raises SchedulerError `slurm.test_only` when
+        sbatch did not run."""
+        minutes = time_limit_minutes(timeout_s, self.settings.time_grace_s)
+        options = self._shape_options((minutes, resources.cpus, resources.memory_mb, resources.gpus), 1, 1)
+        argv = ["sbatch", "--test-only", *options, "--output=/dev/null", "--wrap", "true"]
+        self.calls["test_only"] += 1
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=SCHEDULER_CALL_TIMEOUT_S,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SchedulerError("slurm.test_only", f"sbatch did not run: {exc}",
+                                 hint="is Slurm installed and its controller reachable?") from exc
+        if proc.returncode == 0:
+            return None
+        said = " ".join(line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip())
+        return f"{said or f'sbatch --test-only exited {proc.returncode}'} (asked: {shlex.join(options[1:])})"
 
     def _prepare_job_dir(self, spec: JobSpec) -> Path:
         files = JobFiles.of(self.jobs_dir, spec.job_id)
@@ -314,8 +342,11 @@ class SlurmExecutor:
             return None
 
     def _settle(self, task: _Task, record: TaskRecord | None, on_result: OnResult | None) -> None:
-        """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S)."""
-        if record is not None and not record.terminal:
+        """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S), or if the
+        scheduler says it can never start (`unschedulable`: its array is cancelled)."""
+        if record is not None and record.never_starts:
+            self._refuse_array(task.array_id)
+        elif record is not None and not record.terminal:
             task.missing_since = None
             return
         outcome = self._read_outcome(task, record)
@@ -325,6 +356,13 @@ class SlurmExecutor:
             if now - task.missing_since < FORGOTTEN_GRACE_S:
                 return
         self._finish(task, outcome, record, on_result)
+
+    def _refuse_array(self, array_id: str) -> None:
+        """Cancel an array whose tasks can never start (one scancel per array: its tasks share one
+        shape, so none of them can)."""
+        if array_id not in self._unschedulable:
+            self._unschedulable.add(array_id)
+            self._scancel([array_id])
 
     def _read_outcome(self, task: _Task, record: TaskRecord | None) -> dict | None:
         """This attempt's outcome.json, or None (absent, unreadable, or left by an earlier attempt

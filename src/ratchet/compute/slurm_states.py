@@ -43,6 +43,15 @@ ENDED_BY_ITSELF = frozenset({"COMPLETED", "FAILED"})
 
 TERMINAL_STATES = frozenset(ENDED_FROM_OUTSIDE) | ENDED_BY_ITSELF
 
+NEVER_STARTS_REASONS = frozenset({
+    "BadConstraints", "PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "InvalidAccount",
+    "InvalidQOS", "DependencyNeverSatisfied", "QOSMinGRES", "QOSMinCpuNotSatisfied",
+})
+"""Pending reasons of a task the scheduler can never start as asked (its shape exceeds what the
+partition, account or QOS allow, or names a feature no node has). Reasons ending in `PerJob` or
+`PerJobLimit` (a per-job QOS or association limit the job alone exceeds) count too. A node that is
+down (`ReqNodeNotAvail`, `Resources`) may come back: those keep waiting."""
+
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z/:]+)=(\S*)")
 _ARRAY_ID = re.compile(r"^(\d+)(?:;\S+)?$")
 
@@ -75,6 +84,18 @@ class TaskRecord:
     def terminal(self) -> bool:
         """Whether the task has ended (a RUNNING 0:0 record is not a result)."""
         return self.base_state in TERMINAL_STATES
+
+    @property
+    def never_starts(self) -> bool:
+        """Whether the task waits (pending or held) for a reason that can never clear
+        (NEVER_STARTS_REASONS)."""
+        return self.base_state == "PENDING" and never_starts(self.reason)
+
+
+def never_starts(reason: str) -> bool:
+    """Whether a pending reason (`Reason=` of `scontrol show job`) says the job can never start."""
+    word = reason.split(",")[0]
+    return word in NEVER_STARTS_REASONS or word.endswith(("PerJob", "PerJobLimit"))
 
 
 def parse_array_id(sbatch_stdout: str) -> str:
@@ -171,7 +192,8 @@ def compose_result(
     its exit status decides, except that a task the scheduler ended from outside (TIMEOUT,
     OUT_OF_MEMORY, NODE_FAIL, PREEMPTED, CANCELLED...) takes that state unless it had already
     ended with exit code 0. Without an outcome, only the scheduler's word is known: an outside end
-    maps as above, anything else (even COMPLETED) is `unknown`. A requeued task's reason says
+    maps as above, a task pending for a reason that can never clear (`TaskRecord.never_starts`) is
+    `unschedulable`, anything else (even COMPLETED) is `unknown`. A requeued task's reason says
     which attempt it was (the caller passes only the outcome of that attempt).
     """
     result = _compose(job_id, external_id, outcome, record, timeout_s, stdout_path)
@@ -199,6 +221,9 @@ def _compose(
         state: JobState = "unknown"
     elif outside is not None:
         state, reason = outside, f"{scheduler_says(record)}; the wrapper left no outcome"
+    elif record.never_starts:
+        state, reason = "unschedulable", (f"the scheduler can never start it: {scheduler_says(record)} (check "
+                                          "[compute] and [compute.slurm] against `scontrol show partition`)")
     else:
         state, reason = "unknown", f"the scheduler says {record.state} but the wrapper left no outcome"
     elapsed = record.run_time_s if record is not None else 0.0

@@ -67,6 +67,11 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                       'pass the .pub file of the project'),
     "git.bad_ref": _bad_input(f"a git ref name Ratchet built is not valid: {_REPORT}"),
     "slurm.sbatch": _bad_input("sbatch refused the job array: check `sinfo`, the partition and [compute.slurm]"),
+    "slurm.test_only": _bad_input("`sbatch --test-only` (the shape check of `ratchet check --preflight`) did not run: "
+                                  "check that Slurm is installed and `sinfo` answers"),
+    "slurm.unschedulable": _bad_input("the Slurm scheduler can never run a job of the contract's shape (too many "
+                                      "CPUs, memory or GPUs for any node, a partition, feature or QOS that does "
+                                      "not allow it): the message names the scheduler's answer; change [compute]"),
     "verify.failed": ErrorCode(EXIT_CHECK_FAILED, "a check of `ratchet verify` failed: the findings name each (code, "
                                                   "event seq, what differed)"),
     # The CLI's own codes (cli.py): no RatchetError carries them except `interrupted`.
