@@ -354,3 +354,18 @@ def test_the_scheduler_says_whether_a_job_shape_can_run(jobs_dir):
     elsewhere = SlurmExecutor(jobs_dir, 1, FAST.model_copy(update={"partition": "nosuchpartition"}))
     nowhere = elsewhere.shape_problem(Resources(), 30.0)
     assert nowhere is not None and "partition" in nowhere.lower()
+
+
+def test_the_array_limit_is_the_clusters_max_array_size_read_once(jobs_dir):
+    ex = SlurmExecutor(jobs_dir, 1, FAST)
+    assert ex._array_limit() == ex._array_limit() == int(_config("MaxArraySize"))
+    assert ex.calls["config"] == 1
+
+
+def test_a_submit_larger_than_the_array_limit_runs_as_consecutive_arrays(work, jobs_dir, tmp_path):
+    ex = SlurmExecutor(jobs_dir, 2, FAST.model_copy(update={"max_array_size": 2}))
+    results = ex.run(concurrency_specs(3, work, tmp_path, 1))
+    assert [r.state for r in results] == ["ok"] * 3, [r.reason for r in results]
+    arrays = [r.external_id.split("_")[0] for r in results if r.external_id]
+    assert len(set(arrays)) == 2 and ex.calls["sbatch"] == 2 and ex.calls["config"] == 0
+    assert max(int(r.stdout_tail.strip()) for r in results) <= 2, "the throttle holds across the split arrays"

@@ -54,10 +54,13 @@ from ratchet.compute.env import default_path
 from ratchet.compute.outcome import write_result
 from ratchet.compute.sandbox import PROBE_TIMEOUT_S, wrap_argv
 from ratchet.compute.slurm_states import (
+    DEFAULT_MAX_ARRAY_SIZE,
     TaskRecord,
     compose_result,
+    max_array_size,
     parse_array_id,
     parse_show_job,
+    split_arrays,
     time_limit_minutes,
 )
 from ratchet.core.contract import SlurmSection
@@ -140,6 +143,7 @@ class SlurmExecutor:
         self._arrays: set[str] = set()
         self._cancelled: set[str] = set()
         self._unschedulable: set[str] = set()  # arrays cancelled because they can never start
+        self._max_array_size: int | None = None  # read once (`_array_limit`)
         self._wake = threading.Event()
         self._closed = False
 
@@ -159,7 +163,9 @@ class SlurmExecutor:
                on_result: OnResult | None = None) -> Batch:
         """Write each job's directory, submit one held array per group of jobs asking the same
         resources and walltime (normally one; a capped group of jobs, `spec.group_cap`, is an array
-        of its own throttled `%K` to its cap), report `<array>_<index>` through `on_submit` for
+        of its own throttled `%K` to its cap; a group larger than the cluster's MaxArraySize is
+        split into the fewest arrays that fit, each starting after the previous one ended so the
+        throttle holds across them: `split_arrays`), report `<array>_<index>` through `on_submit` for
         every task, then release the array. If `on_submit` raises, the array is cancelled before
         anything ran and the error propagates. Raises RatchetError `job.bad_id`,
         `job.duplicate_id`, `compute.closed`, SchedulerError `slurm.sbatch` / `slurm.release`."""
@@ -174,16 +180,20 @@ class SlurmExecutor:
         try:
             for (resources, cap), group in groups.items():
                 throttle = min(self.max_parallel, cap[1]) if cap is not None else self.max_parallel
-                array_id, tag = self._submit_array(wrapper, resources, group, throttle)
-                batch.arrays.append(array_id)
-                tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log", s.workdir, s.artifacts)
-                         for i, s in enumerate(group)]
-                for task in tasks:
-                    self._known[task.job_id] = task.external_id
-                    if on_submit is not None:
-                        on_submit(task.job_id, task.external_id)
-                self._call("release", ["scontrol", "release", array_id])
-                batch.tasks.extend(tasks)
+                after: str | None = None  # a split group's arrays run one after the other: one throttle
+                for part in split_arrays(len(group), self._array_limit()):
+                    array_id, tag = self._submit_array(wrapper, resources, group[part.start:part.stop], throttle,
+                                                       after)
+                    after = array_id
+                    batch.arrays.append(array_id)
+                    tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log", s.workdir, s.artifacts)
+                             for i, s in enumerate(group[part.start:part.stop])]
+                    for task in tasks:
+                        self._known[task.job_id] = task.external_id
+                        if on_submit is not None:
+                            on_submit(task.job_id, task.external_id)
+                    self._call("release", ["scontrol", "release", array_id])
+                    batch.tasks.extend(tasks)
         except BaseException:  # nothing unrecorded may run, nor anything of a submit that failed
             if batch.arrays:
                 self._scancel(batch.arrays)
@@ -205,10 +215,25 @@ class SlurmExecutor:
         r = spec.resources
         return (time_limit_minutes(spec.timeout_s, self.settings.time_grace_s), r.cpus, r.memory_mb, r.gpus)
 
+    def _array_limit(self) -> int:
+        """The most tasks one array may hold: `settings.max_array_size`, else the cluster's
+        MaxArraySize read once (`scontrol show config`, cached), else DEFAULT_MAX_ARRAY_SIZE."""
+        if self._max_array_size is None:
+            found = self.settings.max_array_size
+            if found is None:
+                try:
+                    found = max_array_size(self._call("config", ["scontrol", "show", "config"]))
+                except SchedulerError:
+                    found = None
+            self._max_array_size = found or DEFAULT_MAX_ARRAY_SIZE
+        return self._max_array_size
+
     def _submit_array(self, wrapper: Path, resources: tuple, group: list[JobSpec],
-                      throttle: int) -> tuple[str, Path]:
-        """sbatch one held array for `group`, at most `throttle` tasks running at once (`%K`);
-        (array id, its directory under .slurm/)."""
+                      throttle: int, after: str | None = None) -> tuple[str, Path]:
+        """sbatch one held array for `group`, at most `throttle` tasks running at once (`%K`),
+        starting once array `after` ended (None: at once); (array id, its directory under .slurm/).
+        Raises SchedulerError `slurm.sbatch` (naming MaxArraySize when sbatch calls the array
+        specification invalid)."""
         tag = self.jobs_dir / SLURM_DIR / f"b-{secrets.token_hex(4)}"
         tag.mkdir(parents=True)
         lines = [str(self._prepare_job_dir(spec).resolve()) for spec in group]
@@ -217,8 +242,18 @@ class SlurmExecutor:
         argv = ["sbatch", "--parsable", "--hold", *self._shape_options(resources, len(group), throttle),
                 f"--output={tag.resolve()}/%a.log", f"--chdir={tag.resolve()}"]
         wrap = ["exec", python, "-I", "-S", str(wrapper.resolve()), str((tag / "tasks").resolve())]
+        argv += [f"--dependency=afterany:{after}"] if after is not None else []
         argv += ["--wrap", shlex.join(wrap)]
-        out = self._call("sbatch", argv)
+        try:
+            out = self._call("sbatch", argv)
+        except SchedulerError as exc:
+            if "Invalid job array specification" not in exc.message:
+                raise
+            raise SchedulerError(
+                "slurm.sbatch", exc.message,
+                hint=f"an array of {len(group)} tasks exceeds the cluster's MaxArraySize (taken as "
+                     f"{self._array_limit()}; `scontrol show config | grep MaxArraySize`): set "
+                     "compute.slurm.max_array_size to it, or ask the admins to raise it") from exc
         try:
             array_id = parse_array_id(out)
         except ValueError as exc:

@@ -165,6 +165,34 @@ def parse_show_job(text: str) -> dict[int, TaskRecord]:
     return records
 
 
+DEFAULT_MAX_ARRAY_SIZE = 1001
+"""Slurm's default MaxArraySize (array indices 0..1000), assumed when the cluster's cannot be read."""
+
+
+def max_array_size(show_config: str) -> int | None:
+    """MaxArraySize from `scontrol show config` output ("MaxArraySize            = 1001"), or None
+    when it is absent or not a positive number."""
+    for line in show_config.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "MaxArraySize":
+            value = value.strip()
+            return int(value) if value.isdigit() and int(value) > 0 else None
+    return None
+
+
+def split_arrays(tasks: int, max_size: int) -> list[range]:
+    """The fewest consecutive slices of `tasks` task positions that each fit one array of at most
+    `max_size` tasks (indices 0..max_size-1), as equal as possible: split_arrays(1200, 1001) ->
+    [range(0, 600), range(600, 1200)]. [] for no task. Raises ValueError for max_size < 1."""
+    if max_size < 1:
+        raise ValueError(f"max_size must be >= 1, not {max_size}")
+    if tasks <= 0:
+        return []
+    parts = math.ceil(tasks / max_size)
+    bounds = [round(k * tasks / parts) for k in range(parts + 1)]
+    return [range(bounds[k], bounds[k + 1]) for k in range(parts)]
+
+
 def time_limit_minutes(timeout_s: float, grace_s: float) -> int:
     """`sbatch --time` in whole minutes (Slurm's unit): the job's timeout plus the grace, rounded
     up, at least 1."""
