@@ -1,4 +1,5 @@
-"""The Slurm executor: each `submit` becomes one held job array, released once every task's id was
+"""The Slurm executor: each `submit` becomes one held job array (several, one after the other, past
+the cluster's MaxArraySize), released once every task's id was
 reported through `on_submit` (the kernel records it in the ledger first, so no job runs unrecorded).
 
 Every task runs `slurm_task.py` (copied to `jobs_dir/.slurm/task.py`), which runs the job as the
