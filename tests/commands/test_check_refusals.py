@@ -40,6 +40,38 @@ def test_a_compute_setting_this_machine_cannot_run_is_refused_by_check_as_by_run
     assert check == run and check[0] == 2 and check[1]["code"] == "compute.gpus_too_few"
 
 
+def test_gpu_jobs_over_max_concurrent_gpus_run_one_at_a_time_in_check_and_run(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, append="\n[compute]\nmax_parallel = 4\ngpus_per_job = 3\nmax_concurrent_gpus = 2\n"
+                              "gpus = [0, 1, 2]\n[gate]\nunits = [4]\nholdout_units = 4\n[budget]\nmax_attempts = 1\n")
+    code, out, err = ratchet("check", str(root))
+    assert code == 0, err
+    assert out["result"]["compute"]["jobs_at_once"] == 1
+    assert any("one at a time" in w for w in out["result"]["warnings"])
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, err
+    code, out, err = ratchet("status", "--dir", str(root))
+    assert code == 0, err
+
+
+def test_a_run_refused_before_it_starts_leaves_no_run_directory(make_repo, tmp_path: Path, monkeypatch):
+    from ratchet.commands.project import check_project
+    from ratchet.core.errors import SandboxError
+    from ratchet.loop import life
+
+    root = make_repo(tmp_path / "repo")
+    loaded, _ = check_project(root)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise SandboxError("sandbox.unavailable", "the nodes have no bubblewrap")
+
+    monkeypatch.setattr(life, "open_kernel", refused)
+    with pytest.raises(SandboxError):
+        life.new_kernel(loaded)
+    runs = root / ".ratchet" / "runs"
+    assert not runs.exists() or not any(runs.iterdir())
+
+
 @pytest.mark.slow
 def test_check_preflight_measures_the_baseline_once_and_refuses_one_without_a_metric(make_repo, tmp_path: Path):
     root = make_repo(tmp_path / "repo")

@@ -31,8 +31,17 @@ def test_gpu_jobs_need_enough_devices(tmp_path):
     with pytest.raises(RatchetError):
         make_executor(ComputeSection(gpus_per_job=1), tmp_path)
     with pytest.raises(RatchetError) as err:
-        make_executor(ComputeSection(backend="slurm", gpus_per_job=4, max_concurrent_gpus=2), tmp_path)
+        make_executor(ComputeSection(gpus_per_job=3, gpus=[0, 1]), tmp_path)
     assert err.value.code == "compute.gpus_too_few"
+
+
+def test_gpu_jobs_over_the_cap_run_one_at_a_time(tmp_path):
+    ex = make_executor(ComputeSection(backend="slurm", max_parallel=8, gpus_per_job=4, max_concurrent_gpus=2),
+                       tmp_path)
+    assert ex.max_parallel == 1
+    with make_executor(ComputeSection(max_parallel=4, gpus_per_job=3, gpus=[0, 1, 2], max_concurrent_gpus=2),
+                       tmp_path / "local") as local:
+        assert local.max_parallel == 1
 
 
 def test_job_resources_come_from_compute():

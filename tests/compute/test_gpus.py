@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ratchet.compute.gpus import GpuPool, gpu_env, jobs_at_once
+from ratchet.compute.gpus import GpuPool, JobsAtOnce, gpu_env, jobs_at_once
 from ratchet.core.errors import RatchetError
 
 
@@ -44,10 +44,14 @@ def test_no_device_is_ever_held_by_two_jobs(ops):
 
 
 def test_jobs_at_once_is_capped_by_gpus():
-    assert jobs_at_once(8, 2, 4) == 2
-    assert jobs_at_once(8, 0, 4) == 8
-    assert jobs_at_once(1, 2, 8) == 1
-    assert jobs_at_once(8, 1, 0, declared=3) == 3
-    assert jobs_at_once(8, 1, 0) == 8, "no declared GPUs and no cap: the scheduler decides"
-    with pytest.raises(RatchetError):
-        jobs_at_once(8, 4, 2)
+    assert jobs_at_once(8, 2, 4).count == 2
+    assert jobs_at_once(8, 0, 4) == jobs_at_once(8, 0, 0) == JobsAtOnce(8)
+    assert jobs_at_once(1, 2, 8) == JobsAtOnce(1)
+    assert jobs_at_once(8, 1, 0, declared=3).count == 3
+    assert jobs_at_once(8, 1, 0).count == 8, "no declared GPUs and no cap: the scheduler decides"
+
+
+def test_a_job_asking_more_gpus_than_the_cap_runs_one_at_a_time():
+    at_once = jobs_at_once(8, 3, 2)
+    assert at_once.count == 1 and at_once.why is not None and "one at a time" in at_once.why
+    assert jobs_at_once(8, 4, 2, declared=8).count == 1, "max_concurrent_gpus, not the declared count, caps"

@@ -329,3 +329,43 @@ def test_slurm_jobs_outlive_their_kernel_and_their_ids_are_not_pids(jobs_dir):
     ex = SlurmExecutor(jobs_dir, 1, FAST)
     assert ex.jobs_outlive_kernel and not ex.external_ids_are_pids
     assert ex.probe_sandbox("none") == "none"
+
+
+def test_a_task_that_can_never_start_ends_unschedulable_instead_of_waiting(work, jobs_dir):
+    # one node: --nodes=2 is accepted (EnforcePartLimits=NO) and pends with PartitionNodeLimit forever
+    ex = SlurmExecutor(jobs_dir, 2, FAST.model_copy(update={"extra_args": ["--nodes=2"]}))
+    start = time.monotonic()
+    done: list = []
+    jobs = [spec("n0", "true", work), spec("n1", "true", work)]
+    runner = threading.Thread(target=lambda: done.extend(ex.run(jobs)), daemon=True)
+    runner.start()
+    runner.join(60)
+    assert done, f"the executor still waits after {time.monotonic() - start:.0f} s"
+    assert [r.state for r in done] == ["unschedulable"] * 2, [r.reason for r in done]
+    assert all("PartitionNodeLimit" in r.reason for r in done)
+    assert ex.calls["scancel"] == 1, "one scancel for the array, not one per task"
+
+
+def test_the_scheduler_says_whether_a_job_shape_can_run(jobs_dir):
+    ex = SlurmExecutor(jobs_dir, 1, FAST)
+    assert ex.shape_problem(Resources(cpus=1), 30.0) is None
+    too_big = ex.shape_problem(Resources(cpus=64), 30.0)
+    assert too_big is not None and "--cpus-per-task=64" in too_big and "not available" in too_big
+    elsewhere = SlurmExecutor(jobs_dir, 1, FAST.model_copy(update={"partition": "nosuchpartition"}))
+    nowhere = elsewhere.shape_problem(Resources(), 30.0)
+    assert nowhere is not None and "partition" in nowhere.lower()
+
+
+def test_the_array_limit_is_the_clusters_max_array_size_read_once(jobs_dir):
+    ex = SlurmExecutor(jobs_dir, 1, FAST)
+    assert ex._array_limit() == ex._array_limit() == int(_config("MaxArraySize"))
+    assert ex.calls["config"] == 1
+
+
+def test_a_submit_larger_than_the_array_limit_runs_as_consecutive_arrays(work, jobs_dir, tmp_path):
+    ex = SlurmExecutor(jobs_dir, 2, FAST.model_copy(update={"max_array_size": 2}))
+    results = ex.run(concurrency_specs(3, work, tmp_path, 1))
+    assert [r.state for r in results] == ["ok"] * 3, [r.reason for r in results]
+    arrays = [r.external_id.split("_")[0] for r in results if r.external_id]
+    assert len(set(arrays)) == 2 and ex.calls["sbatch"] == 2 and ex.calls["config"] == 0
+    assert max(int(r.stdout_tail.strip()) for r in results) <= 2, "the throttle holds across the split arrays"

@@ -11,9 +11,11 @@ from ratchet.compute.slurm_states import (
     TaskRecord,
     compose_result,
     expand_indices,
+    max_array_size,
     parse_array_id,
     parse_duration_hms,
     parse_show_job,
+    split_arrays,
     time_limit_minutes,
 )
 
@@ -136,3 +138,34 @@ def test_poll_round_bound_grows_with_time_not_with_tasks():
 def test_requeued_task_says_which_attempt_it_was():
     result = compose_result("j", "1_0", {**OK_OUTCOME, "restart": 2}, record("COMPLETED", restarts=2), 30.0, None)
     assert result.state == "ok" and result.reason == "exit code 0 (attempt 3: requeued 2 times)"
+
+
+@pytest.mark.parametrize("reason", ["PartitionNodeLimit", "BadConstraints", "PartitionConfig",
+                                    "QOSMaxCpuPerJobLimit", "AssocMaxWallDurationPerJobLimit"])
+def test_a_task_pending_for_a_reason_that_never_clears_is_unschedulable(reason):
+    pending = record("PENDING", reason)
+    assert pending.never_starts and not pending.terminal
+    result = compose_result("j", "1_0", None, pending, 30.0, None)
+    assert result.state == "unschedulable" and reason in result.reason and result.scheduler_state == "PENDING"
+
+
+@pytest.mark.parametrize("reason", ["Resources", "Priority", "JobArrayTaskLimit", "ReqNodeNotAvail", "BeginTime"])
+def test_a_task_waiting_for_a_reason_that_may_clear_keeps_waiting(reason):
+    assert not record("PENDING", reason).never_starts
+
+
+def test_a_look_is_split_into_the_fewest_arrays_that_fit():
+    assert split_arrays(1200, 1001) == [range(0, 600), range(600, 1200)]
+    assert split_arrays(1001, 1001) == [range(0, 1001)]
+    assert split_arrays(5, 2) == [range(0, 2), range(2, 3), range(3, 5)]
+    assert split_arrays(0, 10) == []
+    for n, size in [(1, 1), (7, 3), (2003, 1001), (10001, 10001)]:
+        parts = split_arrays(n, size)
+        assert len(parts) == -(-n // size) and all(len(p) <= size for p in parts)
+        assert [i for p in parts for i in p] == list(range(n))
+
+
+def test_max_array_size_is_read_from_scontrol_show_config():
+    config = "Configuration data as of ...\nMaxArraySize            = 1001\nMaxJobCount             = 10000\n"
+    assert max_array_size(config) == 1001
+    assert max_array_size("MaxJobCount = 5\n") is None

@@ -48,3 +48,29 @@ def test_the_same_campaign_decides_the_same_on_slurm_and_locally(make_repo, tmp_
     local = _decisions(make_repo(tmp_path / "local"), "local")
     on_slurm = _decisions(make_repo(tmp_path / "slurm"), "slurm")
     assert local and on_slurm == local
+
+
+SHAPE = ("[compute]\nbackend = \"slurm\"\n{compute}\n[compute.slurm]\npoll_min_s = 0.2\npoll_max_s = 2.0\n{slurm}\n"
+         "[sandbox]\nmode = \"none\"\n")
+
+
+def test_check_preflight_names_a_job_shape_the_cluster_cannot_run(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, append=SHAPE.format(compute="cpus_per_job = 64", slurm=""))
+    code, out, err = ratchet("check", str(root), "--preflight", timeout=120)
+    assert code == 2 and out["error"]["code"] == "slurm.unschedulable", err
+    assert "--cpus-per-task=64" in out["error"]["message"] and "not available" in out["error"]["message"]
+    code, out, err = ratchet("check", str(root), timeout=120)
+    assert code == 0, "without --preflight the scheduler is not asked"
+
+
+def test_a_run_whose_jobs_can_never_start_stops_with_the_reason(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    # one node: --nodes=2 is accepted (EnforcePartLimits=NO) and would pend with PartitionNodeLimit forever
+    set_contract(root, append=SHAPE.format(compute="", slurm="extra_args = [\"--nodes=2\"]"))
+    code, out, err = ratchet("run", str(root), timeout=180)
+    assert code == 2 and "PartitionNodeLimit" in out["error"]["message"], (code, out, err)
+    assert "compute.cpus_per_job" in out["error"]["hint"]
+    finished = [e["data"] for e in events(root, sorted((root / ".ratchet" / "runs").iterdir())[-1].name)
+                if e["kind"] == "job.finished"]
+    assert finished and finished[0]["state"] == "unschedulable" and "PartitionNodeLimit" in finished[0]["reason"]

@@ -16,7 +16,7 @@ from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
 from ratchet.core.inputs import uncommitted_warning, working_tree_inputs
 from ratchet.core.unsupported import unsupported_settings
-from ratchet.ledger.rundir import ensure_ratchet_dir
+from ratchet.ledger.rundir import RATCHET_DIR, ensure_ratchet_dir
 from ratchet.targets.examples import ExampleData
 from ratchet.workspace.git import Git
 
@@ -27,10 +27,12 @@ CHECK_SALT = "ratchet-check"
 def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     """Load and validate the contract in `directory`, refuse what `ratchet run` would refuse (with
     the same errors: `commands.project.check_project`), and return a summary dict with keys
-    contract, target, scope, agent, gate, budget, sandbox, inputs, warnings, unsupported (always
-    empty: an unsupported setting is refused), `scope_imports` and `detectable` (benchmark) or
-    `examples` (examples), and, with `preflight`, `preflight`: the baseline measured once, as
-    `ratchet run` does before spending any budget (in the sandbox when it is used).
+    contract, target, scope, agent, gate, budget, sandbox, compute
+    (backend, jobs_at_once, why it is below max_parallel: `compute.factory.check_compute`), inputs,
+    warnings, unsupported (always empty: an unsupported setting is refused), `scope_imports` and
+    `detectable` (benchmark) or `examples` (examples), and, with `preflight`, `preflight`: the
+    baseline measured once, as `ratchet run` does before spending any budget (in the sandbox when
+    it is used).
 
     The looks and the worst-case budget are the run's own: the target is built as `ratchet run`
     builds it (an examples target's looks are clamped to the val split, its reserve is
@@ -40,11 +42,13 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     MeasurementError `preflight.no_metric` when the preflight measures nothing.
     """
     from ratchet.commands.run import load_examples_data
+    from ratchet.compute.factory import check_compute
     from ratchet.loop.agents import reads_history
     from ratchet.targets.factory import make_target
 
     loaded, git = check_project(directory)
     contract = loaded.contract
+    at_once = check_compute(contract.compute)
     data = load_examples_data(loaded)
     target = make_target(contract, loaded.root, SandboxSpec(), CHECK_SALT, data)
     looks = target.looks("trial")
@@ -52,6 +56,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
     stale = uncommitted_warning(git.changed_paths(), contract)
     if stale:
         warnings.append(stale)
+    if at_once.why:
+        warnings.append(at_once.why)
     gate = gate_summary(contract, looks)
     warnings.extend(gate.pop("warnings"))
     sandbox = sandbox_summary(contract)
@@ -103,6 +109,7 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
                    "worst_case_units": worst},
         "sandbox": sandbox,
+        "compute": {"backend": contract.compute.backend, "jobs_at_once": at_once.count, "why": at_once.why},
         "environment": environment,
         "warnings": warnings,
         "unsupported": [e.to_json() for e in unsupported_settings(contract)],
@@ -139,13 +146,17 @@ def detectable_summary(loaded: LoadedContract, head_tree: str, sandbox_mode: str
 
 
 def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
-    """Measure HEAD's tree once as a run's preflight would: {"commit", "state", "value", "reason"}.
-    Raises MeasurementError `preflight.no_metric` / `preflight.sandbox_only` when it measures nothing."""
+    """Measure HEAD's tree once as a run's preflight would: {"commit", "state", "value", "reason"};
+    on Slurm first ask the scheduler whether the jobs' shape can run (`slurm_shape_preflight`).
+    Raises MeasurementError `preflight.no_metric` / `preflight.sandbox_only` when it measures
+    nothing, SchedulerError `slurm.unschedulable` when no node can run a job."""
     from ratchet.commands.preflight import measure_baseline, preflight_error
     from ratchet.compute.env import sandbox_spec
     from ratchet.compute.sandbox import resolve_mode
 
     ensure_ratchet_dir(loaded.root)
+    if loaded.contract.compute.backend == "slurm":
+        slurm_shape_preflight(loaded)
     commit = git.head_commit()
     if loaded.contract.target.kind != "benchmark":
         return {"commit": commit, "state": "skipped", "value": None,
@@ -157,6 +168,23 @@ def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
     if m.failed:
         raise preflight_error(loaded, git, tree, sandbox, m, tail)
     return {"commit": commit, "state": m.state, "value": m.value, "reason": m.reason}
+
+
+def slurm_shape_preflight(loaded: LoadedContract) -> None:
+    """Ask the Slurm scheduler (`sbatch --test-only`, nothing queued) whether a job of the
+    contract's shape ([compute] resources, the target's timeout, [compute.slurm]) can run.
+    Raises SchedulerError `slurm.unschedulable` naming the scheduler's answer and the options."""
+    from ratchet.compute.factory import job_resources
+    from ratchet.compute.slurm import SchedulerError, SlurmExecutor
+
+    c = loaded.contract
+    executor = SlurmExecutor(loaded.root / RATCHET_DIR / "preflight", 1, c.compute.slurm)
+    problem = executor.shape_problem(job_resources(c.compute), c.target.timeout_s)
+    if problem is not None:
+        raise SchedulerError(
+            "slurm.unschedulable", f"the Slurm scheduler cannot run a job of this contract's shape: {problem}",
+            hint="lower compute.cpus_per_job / memory_mb_per_job / gpus_per_job, or fix [compute.slurm] partition, "
+                 "account, qos and extra_args (see `scontrol show partition` and `scontrol show node`)")
 
 
 def command_agent_summary(contract: Contract, preflight: bool) -> dict[str, Any]:

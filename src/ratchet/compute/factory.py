@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ratchet.compute.base import Executor, Resources
-from ratchet.compute.gpus import jobs_at_once
+from ratchet.compute.gpus import JobsAtOnce, jobs_at_once
 from ratchet.core.contract import ComputeSection
 from ratchet.core.errors import RatchetError
 
@@ -16,9 +16,12 @@ def job_resources(compute: ComputeSection) -> Resources:
     return Resources(cpus=compute.cpus_per_job, gpus=compute.gpus_per_job, memory_mb=compute.memory_mb_per_job)
 
 
-def check_compute(compute: ComputeSection) -> None:
-    """Refuse a `[compute]` this machine cannot run (`ratchet check` and `ratchet run` alike):
-    locally, GPU jobs asking more devices than `compute.gpus` declares. Raises RatchetError
+def check_compute(compute: ComputeSection) -> JobsAtOnce:
+    """The one decision on a `[compute]` (`ratchet check`, `ratchet run` and the executor alike):
+    how many jobs run at once (`gpus.jobs_at_once`: a GPU job asking more than
+    `max_concurrent_gpus` runs alone), after refusing what this machine can never run: locally, GPU
+    jobs asking more devices than `compute.gpus` declares. On Slurm whether a node can hold a job
+    is the scheduler's answer (`ratchet check --preflight`). Raises RatchetError
     `compute.gpus_too_few`."""
     if compute.backend == "local" and compute.gpus_per_job > len(compute.gpus):
         raise RatchetError(
@@ -26,20 +29,20 @@ def check_compute(compute: ComputeSection) -> None:
             f"compute.gpus_per_job is {compute.gpus_per_job} but compute.gpus declares {len(compute.gpus)} devices",
             hint="list this machine's GPUs in compute.gpus (e.g. gpus = [0, 1]) or lower compute.gpus_per_job",
         )
+    return jobs_at_once(compute.max_parallel, compute.gpus_per_job, compute.max_concurrent_gpus, len(compute.gpus))
 
 
 def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None = None) -> Executor:
     """The executor of `compute.backend` for a run whose jobs live in `jobs_dir`.
 
     Jobs at once: `compute.max_parallel`, capped for GPU jobs at
-    max_concurrent_gpus // gpus_per_job (`gpus.jobs_at_once`); on Slurm that is the K of each
+    max(1, max_concurrent_gpus // gpus_per_job) (`check_compute`); on Slurm that is the K of each
     array's `%K`. pid_dir: where the local executor records running jobs (unused on Slurm, whose
     ids the kernel records through on_submit). Locally, GPU jobs get devices of `compute.gpus`.
-    Raises RatchetError `compute.gpus_too_few` when not one GPU job could run at once (locally:
-    fewer devices declared than one job asks).
+    Raises RatchetError `compute.gpus_too_few` locally when fewer devices are declared than one
+    job asks.
     """
-    k = jobs_at_once(compute.max_parallel, compute.gpus_per_job, compute.max_concurrent_gpus, len(compute.gpus))
-    check_compute(compute)
+    k = check_compute(compute).count
     if compute.backend == "slurm":
         from ratchet.compute.slurm import SlurmExecutor
 

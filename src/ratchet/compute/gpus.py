@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ratchet.core.errors import RatchetError
 
@@ -35,24 +36,34 @@ def gpu_device_nodes(dev: str = "/dev") -> list[str]:
         return []
 
 
-def jobs_at_once(max_parallel: int, gpus_per_job: int, max_concurrent_gpus: int, declared: int = 0) -> int:
+@dataclass(frozen=True)
+class JobsAtOnce:
+    """How many jobs may run at once (`count` >= 1) and, when GPUs lower it below what
+    `max_parallel` asks, why (`why`, a sentence for `ratchet check`; None otherwise)."""
+
+    count: int
+    why: str | None = None
+
+
+def jobs_at_once(max_parallel: int, gpus_per_job: int, max_concurrent_gpus: int, declared: int = 0) -> JobsAtOnce:
     """How many jobs may run at once: `max_parallel`, capped for GPU jobs at
-    max_concurrent_gpus // gpus_per_job (max_concurrent_gpus 0: `declared`, the local device count;
-    both 0: no GPU cap, as on Slurm). Raises RatchetError `compute.gpus_too_few` when the cap is 0
-    (not one job could ever run)."""
-    if gpus_per_job <= 0:
-        return max_parallel
+    max(1, max_concurrent_gpus // gpus_per_job) (max_concurrent_gpus 0: `declared`, the local device
+    count; both 0: no GPU cap, as on Slurm). A job asking more GPUs than the cap runs alone (one at a
+    time) rather than never: whether any node or declared list can hold it is `check_compute`'s
+    question (locally) and the scheduler's (on Slurm). Never raises."""
     gpus = max_concurrent_gpus or declared
-    if gpus <= 0:
-        return max_parallel
-    cap = gpus // gpus_per_job
-    if cap < 1:
-        raise RatchetError(
-            "compute.gpus_too_few",
-            f"compute.gpus_per_job is {gpus_per_job} but only {gpus} GPUs may be used at once",
-            hint="lower compute.gpus_per_job or raise compute.max_concurrent_gpus (or declare more compute.gpus)",
-        )
-    return min(max_parallel, cap)
+    if gpus_per_job <= 0 or gpus <= 0:
+        return JobsAtOnce(max_parallel)
+    cap = max(1, gpus // gpus_per_job)
+    if cap >= max_parallel:
+        return JobsAtOnce(max_parallel)
+    if gpus_per_job > gpus:
+        why = (f"compute.gpus_per_job ({gpus_per_job}) exceeds compute.max_concurrent_gpus ({gpus}): "
+               "jobs run one at a time")
+    else:
+        why = (f"{gpus} GPUs at once // {gpus_per_job} per job: {cap} jobs at a time "
+               f"(compute.max_parallel {max_parallel})")
+    return JobsAtOnce(cap, why)
 
 
 class GpuPool:

@@ -1,4 +1,5 @@
-"""The Slurm executor: each `submit` becomes one held job array, released once every task's id was
+"""The Slurm executor: each `submit` becomes one held job array (several, one after the other, past
+the cluster's MaxArraySize), released once every task's id was
 reported through `on_submit` (the kernel records it in the ledger first, so no job runs unrecorded).
 
 Every task runs `slurm_task.py` (copied to `jobs_dir/.slurm/task.py`), which runs the job as the
@@ -50,6 +51,7 @@ from ratchet.compute.base import (
     JobSpec,
     OnResult,
     OnSubmit,
+    Resources,
     SandboxMode,
     SandboxSetting,
     SandboxSpec,
@@ -60,10 +62,13 @@ from ratchet.compute.env import default_path
 from ratchet.compute.outcome import write_result
 from ratchet.compute.sandbox import PROBE_TIMEOUT_S, wrap_argv
 from ratchet.compute.slurm_states import (
+    DEFAULT_MAX_ARRAY_SIZE,
     TaskRecord,
     compose_result,
+    max_array_size,
     parse_array_id,
     parse_show_job,
+    split_arrays,
     time_limit_minutes,
 )
 from ratchet.core.contract import SlurmSection
@@ -148,6 +153,8 @@ class SlurmExecutor:
         self._ours: set[str] = set()  # arrays submitted here or verified by name: the only ones scancelled
         self.token = run_token(self.jobs_dir)
         self._cancelled: set[str] = set()
+        self._unschedulable: set[str] = set()  # arrays cancelled because they can never start
+        self._max_array_size: int | None = None  # read once (`_array_limit`)
         self._wake = threading.Event()
         self._stopping = False  # cancel() of everything was called: a stop
         self._closed = False
@@ -168,7 +175,9 @@ class SlurmExecutor:
                on_result: OnResult | None = None) -> Batch:
         """Write each job's directory, submit one held array per group of jobs asking the same
         resources and walltime (normally one; a capped group of jobs, `spec.group_cap`, is an array
-        of its own throttled `%K` to its cap), report `<array>_<index>` through `on_submit` for
+        of its own throttled `%K` to its cap; a group larger than the cluster's MaxArraySize is
+        split into the fewest arrays that fit, each starting after the previous one ended so the
+        throttle holds across them: `split_arrays`), report `<array>_<index>` through `on_submit` for
         every task, then release the array. If `on_submit` raises, the array is cancelled before
         anything ran and the error propagates. Raises RatchetError `job.bad_id`,
         `job.duplicate_id`, `compute.closed`, SchedulerError `slurm.sbatch` / `slurm.release`."""
@@ -183,16 +192,20 @@ class SlurmExecutor:
         try:
             for (resources, cap), group in groups.items():
                 throttle = min(self.max_parallel, cap[1]) if cap is not None else self.max_parallel
-                array_id, tag = self._submit_array(wrapper, resources, group, throttle)
-                batch.arrays.append(array_id)
-                tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log", s.workdir, s.artifacts)
-                         for i, s in enumerate(group)]
-                for task in tasks:
-                    self._known[task.job_id] = task.external_id
-                    if on_submit is not None:
-                        on_submit(task.job_id, task.external_id)
-                self._release(array_id, tasks)
-                batch.tasks.extend(tasks)
+                after: str | None = None  # a split group's arrays run one after the other: one throttle
+                for part in split_arrays(len(group), self._array_limit()):
+                    array_id, tag = self._submit_array(wrapper, resources, group[part.start:part.stop], throttle,
+                                                       after)
+                    after = array_id
+                    batch.arrays.append(array_id)
+                    tasks = [_Task(s.job_id, array_id, i, s.timeout_s, tag / f"{i}.log", s.workdir, s.artifacts)
+                             for i, s in enumerate(group[part.start:part.stop])]
+                    for task in tasks:
+                        self._known[task.job_id] = task.external_id
+                        if on_submit is not None:
+                            on_submit(task.job_id, task.external_id)
+                    self._release(array_id, tasks)
+                    batch.tasks.extend(tasks)
         except BaseException:  # nothing unrecorded may run, nor anything of a submit that failed
             if batch.arrays:
                 self._scancel(batch.arrays)
@@ -225,29 +238,46 @@ class SlurmExecutor:
         r = spec.resources
         return (time_limit_minutes(spec.timeout_s, self.settings.time_grace_s), r.cpus, r.memory_mb, r.gpus)
 
+    def _array_limit(self) -> int:
+        """The most tasks one array may hold: `settings.max_array_size`, else the cluster's
+        MaxArraySize read once (`scontrol show config`, cached), else DEFAULT_MAX_ARRAY_SIZE."""
+        if self._max_array_size is None:
+            found = self.settings.max_array_size
+            if found is None:
+                try:
+                    found = max_array_size(self._call("config", ["scontrol", "show", "config"]))
+                except SchedulerError:
+                    found = None
+            self._max_array_size = found or DEFAULT_MAX_ARRAY_SIZE
+        return self._max_array_size
+
     def _submit_array(self, wrapper: Path, resources: tuple, group: list[JobSpec],
-                      throttle: int) -> tuple[str, Path]:
-        """sbatch one held array for `group`, at most `throttle` tasks running at once (`%K`);
-        (array id, its directory under .slurm/)."""
-        minutes, cpus, memory_mb, gpus = resources
+                      throttle: int, after: str | None = None) -> tuple[str, Path]:
+        """sbatch one held array for `group`, at most `throttle` tasks running at once (`%K`),
+        starting once array `after` ended (None: at once); (array id, its directory under .slurm/).
+        Raises SchedulerError `slurm.sbatch` (naming MaxArraySize when sbatch calls the array
+        specification invalid)."""
         tag = self.jobs_dir / SLURM_DIR / f"b-{secrets.token_hex(4)}"
         tag.mkdir(parents=True)
         lines = [str(self._prepare_job_dir(spec).resolve()) for spec in group]
         (tag / "tasks").write_text("\n".join(lines) + "\n")
-        s = self.settings
-        python = s.python or sys.executable
-        argv = ["sbatch", "--parsable", "--hold", f"--array=0-{len(group) - 1}%{throttle}",
-                f"--time={minutes}", f"--cpus-per-task={cpus}", "--export=NIL",
+        python = self.settings.python or sys.executable
+        argv = ["sbatch", "--parsable", "--hold", *self._shape_options(resources, len(group), throttle),
                 f"--output={tag.resolve()}/%a.log", f"--chdir={tag.resolve()}"]
-        argv += [f"--mem={memory_mb}M"] if memory_mb else []
-        argv += [f"--gres=gpu:{gpus}"] if gpus else []
-        for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
-            argv += [f"--{flag}={value}"] if value else []
-        argv += list(s.extra_args)
         argv += [f"--job-name={self.token}"]  # after extra_args: the last --job-name wins
         wrap = ["exec", python, "-I", "-S", str(wrapper.resolve()), str((tag / "tasks").resolve())]
+        argv += [f"--dependency=afterany:{after}"] if after is not None else []
         argv += ["--wrap", shlex.join(wrap)]
-        out = self._call("sbatch", argv)
+        try:
+            out = self._call("sbatch", argv)
+        except SchedulerError as exc:
+            if "Invalid job array specification" not in exc.message:
+                raise
+            raise SchedulerError(
+                "slurm.sbatch", exc.message,
+                hint=f"an array of {len(group)} tasks exceeds the cluster's MaxArraySize (taken as "
+                     f"{self._array_limit()}; `scontrol show config | grep MaxArraySize`): set "
+                     "compute.slurm.max_array_size to it, or ask the admins to raise it") from exc
         try:
             array_id = parse_array_id(out)
         except ValueError as exc:
@@ -255,6 +285,40 @@ class SlurmExecutor:
         self._arrays.add(array_id)
         self._ours.add(array_id)
         return array_id, tag
+
+    def _shape_options(self, resources: tuple, tasks: int, throttle: int) -> list[str]:
+        """The sbatch options that decide where and whether an array can run: array size and
+        throttle, --time, CPUs, memory, GPUs, partition, account, qos and `extra_args`."""
+        minutes, cpus, memory_mb, gpus = resources
+        s = self.settings
+        argv = [f"--array=0-{tasks - 1}%{throttle}", f"--time={minutes}", f"--cpus-per-task={cpus}",
+                "--export=NIL", "--job-name=ratchet"]
+        argv += [f"--mem={memory_mb}M"] if memory_mb else []
+        argv += [f"--gres=gpu:{gpus}"] if gpus else []
+        for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
+            argv += [f"--{flag}={value}"] if value else []
+        return argv + list(s.extra_args)
+
+    def shape_problem(self, resources: Resources, timeout_s: float) -> str | None:
+        """Ask the scheduler whether a job of this shape could ever run (`sbatch --test-only` with
+        the options a submit would use, nothing queued): None when it could, else the scheduler's
+        answer with the options asked ("allocation failure: Requested node configuration is not
+        available (asked: --cpus-per-task=16 ...)"). Raises SchedulerError `slurm.test_only` when
+        sbatch did not run."""
+        minutes = time_limit_minutes(timeout_s, self.settings.time_grace_s)
+        options = self._shape_options((minutes, resources.cpus, resources.memory_mb, resources.gpus), 1, 1)
+        argv = ["sbatch", "--test-only", *options, "--output=/dev/null", "--wrap", "true"]
+        self.calls["test_only"] += 1
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=SCHEDULER_CALL_TIMEOUT_S,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SchedulerError("slurm.test_only", f"sbatch did not run: {exc}",
+                                 hint="is Slurm installed and its controller reachable?") from exc
+        if proc.returncode == 0:
+            return None
+        said = " ".join(line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip())
+        return f"{said or f'sbatch --test-only exited {proc.returncode}'} (asked: {shlex.join(options[1:])})"
 
     def _prepare_job_dir(self, spec: JobSpec) -> Path:
         files = JobFiles.of(self.jobs_dir, spec.job_id)
@@ -356,8 +420,11 @@ class SlurmExecutor:
             self._ours.add(array_id)
 
     def _settle(self, task: _Task, record: TaskRecord | None, on_result: OnResult | None) -> None:
-        """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S)."""
-        if record is not None and not record.terminal:
+        """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S), or if the
+        scheduler says it can never start (`unschedulable`: its array is cancelled)."""
+        if record is not None and record.never_starts:
+            self._refuse_array(task.array_id)
+        elif record is not None and not record.terminal:
             task.missing_since = None
             return
         outcome = self._read_outcome(task, record)
@@ -367,6 +434,13 @@ class SlurmExecutor:
             if now - task.missing_since < FORGOTTEN_GRACE_S:
                 return
         self._finish(task, outcome, record, on_result)
+
+    def _refuse_array(self, array_id: str) -> None:
+        """Cancel an array whose tasks can never start (one scancel per array: its tasks share one
+        shape, so none of them can)."""
+        if array_id not in self._unschedulable:
+            self._unschedulable.add(array_id)
+            self._scancel([array_id])
 
     def _read_outcome(self, task: _Task, record: TaskRecord | None) -> dict | None:
         """This attempt's outcome.json, or None (absent, unreadable, or left by an earlier attempt

@@ -43,6 +43,15 @@ ENDED_BY_ITSELF = frozenset({"COMPLETED", "FAILED"})
 
 TERMINAL_STATES = frozenset(ENDED_FROM_OUTSIDE) | ENDED_BY_ITSELF
 
+NEVER_STARTS_REASONS = frozenset({
+    "BadConstraints", "PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "InvalidAccount",
+    "InvalidQOS", "DependencyNeverSatisfied", "QOSMinGRES", "QOSMinCpuNotSatisfied",
+})
+"""Pending reasons of a task the scheduler can never start as asked (its shape exceeds what the
+partition, account or QOS allow, or names a feature no node has). Reasons ending in `PerJob` or
+`PerJobLimit` (a per-job QOS or association limit the job alone exceeds) count too. A node that is
+down (`ReqNodeNotAvail`, `Resources`) may come back: those keep waiting."""
+
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z/:]+)=(\S*)")
 _ARRAY_ID = re.compile(r"^(\d+)(?:;\S+)?$")
 
@@ -77,6 +86,18 @@ class TaskRecord:
     def terminal(self) -> bool:
         """Whether the task has ended (a RUNNING 0:0 record is not a result)."""
         return self.base_state in TERMINAL_STATES
+
+    @property
+    def never_starts(self) -> bool:
+        """Whether the task waits (pending or held) for a reason that can never clear
+        (NEVER_STARTS_REASONS)."""
+        return self.base_state == "PENDING" and never_starts(self.reason)
+
+
+def never_starts(reason: str) -> bool:
+    """Whether a pending reason (`Reason=` of `scontrol show job`) says the job can never start."""
+    word = reason.split(",")[0]
+    return word in NEVER_STARTS_REASONS or word.endswith(("PerJob", "PerJobLimit"))
 
 
 def parse_array_id(sbatch_stdout: str) -> str:
@@ -147,6 +168,34 @@ def parse_show_job(text: str) -> dict[int, TaskRecord]:
     return records
 
 
+DEFAULT_MAX_ARRAY_SIZE = 1001
+"""Slurm's default MaxArraySize (array indices 0..1000), assumed when the cluster's cannot be read."""
+
+
+def max_array_size(show_config: str) -> int | None:
+    """MaxArraySize from `scontrol show config` output ("MaxArraySize            = 1001"), or None
+    when it is absent or not a positive number."""
+    for line in show_config.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "MaxArraySize":
+            value = value.strip()
+            return int(value) if value.isdigit() and int(value) > 0 else None
+    return None
+
+
+def split_arrays(tasks: int, max_size: int) -> list[range]:
+    """The fewest consecutive slices of `tasks` task positions that each fit one array of at most
+    `max_size` tasks (indices 0..max_size-1), as equal as possible: split_arrays(1200, 1001) ->
+    [range(0, 600), range(600, 1200)]. [] for no task. Raises ValueError for max_size < 1."""
+    if max_size < 1:
+        raise ValueError(f"max_size must be >= 1, not {max_size}")
+    if tasks <= 0:
+        return []
+    parts = math.ceil(tasks / max_size)
+    bounds = [round(k * tasks / parts) for k in range(parts + 1)]
+    return [range(bounds[k], bounds[k + 1]) for k in range(parts)]
+
+
 def time_limit_minutes(timeout_s: float, grace_s: float) -> int:
     """`sbatch --time` in whole minutes (Slurm's unit): the job's timeout plus the grace, rounded
     up, at least 1."""
@@ -174,7 +223,8 @@ def compose_result(
     its exit status decides, except that a task the scheduler ended from outside (TIMEOUT,
     OUT_OF_MEMORY, NODE_FAIL, PREEMPTED, CANCELLED...) takes that state unless it had already
     ended with exit code 0. Without an outcome, only the scheduler's word is known: an outside end
-    maps as above, anything else (even COMPLETED) is `unknown`. A requeued task's reason says
+    maps as above, a task pending for a reason that can never clear (`TaskRecord.never_starts`) is
+    `unschedulable`, anything else (even COMPLETED) is `unknown`. A requeued task's reason says
     which attempt it was (the caller passes only the outcome of that attempt).
     """
     result = _compose(job_id, external_id, outcome, record, timeout_s, stdout_path)
@@ -202,6 +252,9 @@ def _compose(
         state: JobState = "unknown"
     elif outside is not None:
         state, reason = outside, f"{scheduler_says(record)}; the wrapper left no outcome"
+    elif record.never_starts:
+        state, reason = "unschedulable", (f"the scheduler can never start it: {scheduler_says(record)} (check "
+                                          "[compute] and [compute.slurm] against `scontrol show partition`)")
     else:
         state, reason = "unknown", f"the scheduler says {record.state} but the wrapper left no outcome"
     elapsed = record.run_time_s if record is not None else 0.0

@@ -301,6 +301,8 @@ class SlurmSection(_Model):
     its timeout; Slurm's limit is the backstop). poll_min_s, poll_max_s: seconds between scheduler
     polls, backing off from the first to the second while nothing changes. python: the interpreter
     that runs each task's wrapper on the nodes (None: the kernel's own, which must be visible there).
+    max_array_size: the most tasks one array may hold (None: the cluster's MaxArraySize, read once
+    per executor from `scontrol show config`); a larger submit is split into consecutive arrays.
     """
 
     partition: str | None = None
@@ -311,6 +313,7 @@ class SlurmSection(_Model):
     poll_min_s: Annotated[float, Field(gt=0)] = 0.5
     poll_max_s: Annotated[float, Field(gt=0)] = 15.0
     python: str | None = None
+    max_array_size: Annotated[int, Field(ge=1)] | None = None
 
     @model_validator(mode="after")
     def _poll_order(self) -> SlurmSection:

@@ -69,6 +69,11 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "slurm.sbatch": _bad_input("sbatch refused the job array: check `sinfo`, the partition and [compute.slurm]"),
     "slurm.foreign_job": _bad_input("a Slurm job id the ledger records is not this run's (its job name is not the "
                                     "run's token): nothing was cancelled; check `squeue`"),
+    "slurm.test_only": _bad_input("`sbatch --test-only` (the shape check of `ratchet check --preflight`) did not run: "
+                                  "check that Slurm is installed and `sinfo` answers"),
+    "slurm.unschedulable": _bad_input("the Slurm scheduler can never run a job of the contract's shape (too many "
+                                      "CPUs, memory or GPUs for any node, a partition, feature or QOS that does "
+                                      "not allow it): the message names the scheduler's answer; change [compute]"),
     "verify.failed": ErrorCode(EXIT_CHECK_FAILED, "a check of `ratchet verify` failed: the findings name each (code, "
                                                   "event seq, what differed)"),
     # The CLI's own codes (cli.py): no RatchetError carries them except `interrupted`.

@@ -90,7 +90,8 @@ RUN_STATUSES: Mapping[str, str] = {
 }
 """A run's state as `ratchet status` reports it."""
 
-JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "skipped"]
+JobState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "skipped",
+                   "unschedulable"]
 JOB_STATES: Mapping[str, str] = {
     "ok": "exit code 0",
     "failed": "a non-zero exit code",
@@ -102,6 +103,8 @@ JOB_STATES: Mapping[str, str] = {
     "unknown": "its state could not be read; never success",
     "skipped": ("not run, or stopped, because the candidate already failed on a unit of the same look (that "
                 "look's verdict is `candidate_failed` whatever the rest would measure); no measurement"),
+    "unschedulable": ("the scheduler can never start it (a pending reason such as BadConstraints, "
+                      "PartitionNodeLimit, PartitionConfig): its reason names the scheduler's word; it was cancelled"),
 }
 """How a job's process ended, before any metric is read."""
 
@@ -114,7 +117,7 @@ METRIC_STATES: Mapping[str, str] = {
 """What reading a benchmark's metric from its stdout gave."""
 
 MeasurementState = Literal["ok", "failed", "timeout", "oom", "killed", "cancelled", "lost", "unknown", "skipped",
-                           "no_metric", "bad_metric"]
+                           "unschedulable", "no_metric", "bad_metric"]
 """A benchmark job's recorded state (`job.finished` data.state): its JobState, or, for a job that
 ended ok, no_metric / bad_metric when no usable metric was read."""
 

@@ -61,17 +61,29 @@ def new_kernel(loaded: LoadedContract, clock: Clock = utc_now, salt: str | None 
     """Create a run directory, take its lock, keep the contract and the salt: `salt` (a comparison's
     deterministic one) or a fresh random one (SALT_ENV in tests).
 
-    Returns (kernel, salt). Raises LedgerError when the run cannot be created or locked.
+    Returns (kernel, salt). Raises LedgerError when the run cannot be created or locked, and
+    what `open_kernel` raises (the run directory is then removed: nothing was recorded).
     """
     now = clock()
     run = RunDir(loaded.root, new_run_id(now, secrets.token_hex(2)))
     run.create()
     lock = acquire_lock(run.root)
-    write_exclusive(run.contract, loaded.text.encode("utf-8"))
-    salt = salt or os.environ.get(SALT_ENV) or secrets.token_hex(16)
-    write_exclusive(run.root / "salt", salt.encode())
-    log = EventLog.open(run.events)
-    return open_kernel(loaded, run, lock, log, clock), salt
+    try:
+        write_exclusive(run.contract, loaded.text.encode("utf-8"))
+        salt = salt or os.environ.get(SALT_ENV) or secrets.token_hex(16)
+        write_exclusive(run.root / "salt", salt.encode())
+        log = EventLog.open(run.events)
+        try:
+            return open_kernel(loaded, run, lock, log, clock), salt
+        except BaseException:
+            log.close()
+            raise
+    except BaseException:
+        # Refused before anything was recorded (the executor, the sandbox probe on a cluster's
+        # nodes): a run directory without run.started would only break `ratchet status`.
+        shutil.rmtree(run.root, ignore_errors=True)
+        lock.release()
+        raise
 
 
 def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -> Kernel:

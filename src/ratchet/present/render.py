@@ -172,6 +172,9 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     )
     sb = r["sandbox"]
     out.print(f"[bold]sandbox[/]  mode {sb['mode']} -> {sb['resolved']} ({sb['detail']}), network {sb['network']}")
+    c = r["compute"]
+    out.print(f"[bold]compute[/]  {c['backend']}, {c['jobs_at_once']} job(s) at once"
+              + (f" ({escape(c['why'])})" if c["why"] else ""))
     env = r["environment"]
     out.print(f"[bold]job PATH[/] {':'.join(env['path'])}"
               + (f" [dim](without Ratchet's own {env['dropped']})[/]" if env["dropped"] else ""))

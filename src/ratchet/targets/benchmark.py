@@ -141,8 +141,8 @@ def job_python(command: str, sandbox: SandboxSpec) -> str:
 def baseline_error(contract: Contract, sandbox: SandboxSpec, m: UnitResult, tail: str) -> MeasurementError:
     """Why the baseline `m` measured nothing, with the job's stderr `tail` quoted: MeasurementError
     `preflight.missing_module` naming the module and the interpreter when stderr ends on a
-    ModuleNotFoundError, else `preflight.no_metric` with a hint for what went wrong (a timeout, or
-    how the metric must be printed)."""
+    ModuleNotFoundError, else `preflight.no_metric` with a hint for what went wrong (a timeout, a
+    job the scheduler can never start, or how the metric must be printed)."""
     t = contract.target
     quoted = f"\n--- stderr tail ---\n{tail}" if tail.strip() else ""
     module = missing_module(tail)
@@ -157,7 +157,10 @@ def baseline_error(contract: Contract, sandbox: SandboxSpec, m: UnitResult, tail
                  "Python that has it: first on the PATH you start ratchet with (sandbox.keep_ratchet_venv = true "
                  "when it is Ratchet's own environment), and under the sandbox its install in sandbox.read_only",
         )
-    if m.state == "timeout":
+    if m.state == "unschedulable":
+        hint = ("no node of the cluster can run a job of this shape: lower compute.cpus_per_job / memory_mb_per_job / "
+                "gpus_per_job or fix [compute.slurm] (`ratchet check --preflight` asks the scheduler)")
+    elif m.state == "timeout":
         hint = (f"the baseline ran past target.timeout_s = {t.timeout_s:g} s: raise target.timeout_s, or make the "
                 "command faster")
     else:
