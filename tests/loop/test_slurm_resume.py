@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,24 +16,11 @@ from typing import Any
 
 import pytest
 from helpers import events, interrupted_at, ratchet, rechain, set_contract
+from test_slurm_campaign import PROBLEM
 
 from ratchet.compute.slurm import run_token
 from ratchet.loop.kernel import CRASH_AT_ENV
 
-
-def _cluster_problem() -> str | None:
-    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
-        return "Slurm client commands not found (run `make slurm-up`)"
-    try:
-        proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"sinfo did not answer: {exc}"
-    if proc.returncode != 0 or not any(s.startswith(("idle", "mix", "alloc")) for s in proc.stdout.splitlines()):
-        return "no Slurm cluster reachable (run `make slurm-up`)"
-    return None
-
-
-PROBLEM = _cluster_problem()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")]
 
 BENCH = """\
