@@ -164,7 +164,7 @@ class Campaign:
         used = state.budget_used
         now_wall = used.wall_s + max(0.0, (self.k.clock() - parse_ts(self.k.log.events[-1].ts)).total_seconds())
         spent = replace(used, wall_s=now_wall)
-        ran = [j for j in state.finished_jobs.values() if not j.cached]
+        ran = [j for j in state.finished_jobs.values() if not j.cached and j.state not in ("skipped", "cancelled")]
         job_wall = sum(j.elapsed_s for j in ran) / len(ran) if ran else 0.0
         expected = forecast(spent, state.last_attempt, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
