@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -279,6 +280,21 @@ def test_custom_check_does_not_see_the_operators_secrets(tmp_path, monkeypatch):
     body = "import os, sys\nsys.exit(1 if 'SECRET_TOKEN' in os.environ else 0)\n"
     check = write_script(tmp_path, "env.py", body)
     assert judge(check, "x", "x", tmp_path).passed
+
+
+def test_custom_check_runs_the_python3_on_path_not_ratchets_own(tmp_path, monkeypatch):
+    """The user's `python3` (as their shell and the jobs find it) runs the check: a project whose
+    check imports a package installed only there works."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    marker = tmp_path / "ran-by"
+    python3 = bin_dir / "python3"
+    python3.write_text(f"#!/bin/sh\necho users-python3 > {marker}\nexec {sys.executable} \"$@\"\n")
+    python3.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    check = write_script(tmp_path, "judge.py", JUDGE_BODY)
+    assert judge(check, "FR", "fr", tmp_path).passed
+    assert marker.read_text().strip() == "users-python3"
 
 
 # --- all checks together ------------------------------------------------------------------------

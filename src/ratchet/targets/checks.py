@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from ratchet.compute.programs import locate
 from ratchet.core.contract import (
     CustomCheck,
     ExactMatchCheck,
@@ -291,9 +292,16 @@ def default_script_runner(argv: list[str], stdin_data: bytes, timeout_s: float, 
     return run_process(argv, stdin_data, timeout_s, CUSTOM_OUTPUT_CAP, cwd=str(cwd), env=env)
 
 
+def check_python() -> str:
+    """The interpreter a custom check runs with: `python3` on this process's PATH (a version
+    manager's shim resolved to the version it selects, `compute.programs.locate`), the one the
+    user's shell and the jobs find; Ratchet's own interpreter only when PATH has none."""
+    return locate("python3", os.environ.get("PATH", "")) or sys.executable
+
+
 def custom(check: CustomCheck, input_text: str, expected: Any, actual: str, project_root: Path,
            run_script: ScriptRunner) -> str:
-    """Run `check.script` (relative to project_root) as [sys.executable, script] with JSON
+    """Run `check.script` (relative to project_root) as [check_python(), script] with JSON
     {"input", "expected_output", "actual_output"} on stdin: `input` the text the solution read,
     `expected_output` the JSON value as given in the examples file, `actual_output` the output
     (one trailing newline stripped). Exit 0: "" (pass); exit 1: the stderr
@@ -306,7 +314,7 @@ def custom(check: CustomCheck, input_text: str, expected: Any, actual: str, proj
         raise _CheckError(f"custom check {check.script} does not exist in {project_root}")
     payload = json.dumps({"input": input_text, "expected_output": expected, "actual_output": actual})
     try:
-        argv = [sys.executable, str(script)]
+        argv = [check_python(), str(script)]
         result = run_script(argv, payload.encode("utf-8"), check.timeout_s, project_root)
     except OSError as exc:
         raise _CheckError(f"custom check {check.script} could not start: {exc}") from None
