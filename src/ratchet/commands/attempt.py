@@ -39,7 +39,7 @@ def attempt_report(project_root: Path, run_id: str | None, number: int) -> dict[
     row_state = fold(events).attempt(number)
     if row_state is None:
         raise DataError("attempt.not_found", f"run {run.run_id} has no attempt {number}",
-                        hint=f"`ratchet status {run.run_id}` lists its attempts")
+                        hint=f"`ratchet status {run.run_id} --dir {run.project_root}` lists its attempts")
     row = attempt_row(row_state)
     blobs = BlobStore(run.blobs)
     payloads = [e.payload for e in events]

@@ -106,7 +106,7 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
             raise DataError("run.not_started", f"run {run_id} was stopped before it started (no run.started "
                             "in its ledger): nothing was measured, nothing to resume",
                             hint="start a new run with `ratchet run`")
-        _check_format(run_id, started.ledger_format)
+        _check_format(run_id, started.ledger_format, loaded.root)
         _check_rules(run_id, started.gate)
         state = fold(log.events)
         mode = started.mode
@@ -116,8 +116,8 @@ def resume_kernel(loaded: LoadedContract, run_id: str, clock: Clock = utc_now) -
                             hint=f"run `ratchet {mode}` again")
         if state.state == "stopped":
             raise DataError("run.finished", f"run {run_id} already stopped ({state.stop_reason}); nothing to resume",
-                            hint=f"start a new run with `ratchet run`; `ratchet report {run_id}` re-renders "
-                                 "its report")
+                            hint=f"start a new run with `ratchet run`; `ratchet report {run_id} --dir {loaded.root}` "
+                                 "re-renders its report")
         kernel = open_kernel(loaded, run, lock, log, clock)
         remove_dead_checkouts(run.work, state.running_jobs if kernel.executor.jobs_outlive_kernel else {})
     except BaseException:
@@ -240,7 +240,7 @@ def _check_rules(run_id: str, gate: Any) -> None:
         )
 
 
-def _check_format(run_id: str, recorded: Any) -> None:
+def _check_format(run_id: str, recorded: Any, root: Path) -> None:
     """Refuse to resume a run written in another ledger format (its steps would not replay the
     same). Raises DataError `ledger.old_format`."""
     if recorded not in RESUMABLE_FORMATS:
@@ -248,8 +248,8 @@ def _check_format(run_id: str, recorded: Any) -> None:
         raise DataError(
             "ledger.old_format",
             f"run {run_id} was recorded in ledger format {recorded}; this build resumes formats {formats} only",
-            hint=f"start a new run with `ratchet run`; `ratchet status {run_id}` and `ratchet report {run_id}` "
-                 "still read it",
+            hint=f"start a new run with `ratchet run`; `ratchet status {run_id} --dir {root}` and "
+                 f"`ratchet report {run_id} --dir {root}` still read it",
         )
 
 

@@ -167,7 +167,7 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
     w = b["worst_case_units"]
     out.print(
         f"[bold]budget[/]   attempts {b['max_attempts']}, evaluations {b['max_evaluations'] or 'unlimited'}, "
-        f"cpu h {b['max_cpu_hours'] or 'unlimited'}, wall {b['max_wall_s'] or 'unlimited'} s; worst case "
+        f"cpu h {b['max_cpu_hours'] or 'unlimited'}, wall {_seconds(b['max_wall_s'])}; worst case "
         f"{w['per_trial']} job-units per trial, {w['holdout']} for the holdout, {w['run']} for the run"
     )
     sb = r["sandbox"]
@@ -373,3 +373,8 @@ def render_runs(out: Console, r: dict[str, Any]) -> None:
         if row.get("error"):
             out.print(f"[red]{escape(row['run_id'])}[/]: {escape(row['error']['message'])}")
     out.print(f"[dim]one run: ratchet status RUN --dir {escape(r['project'])}[/]")
+
+
+def _seconds(limit: float | None) -> str:
+    """A wall-time limit as `ratchet check` prints it: "3600 s", or "unlimited" (None or 0)."""
+    return f"{limit:g} s" if limit else "unlimited"

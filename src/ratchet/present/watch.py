@@ -317,7 +317,8 @@ def _budgets(budgets: Sequence[Mapping[str, Any]]) -> Table:
 
 def _attempts(frame: Mapping[str, Any]) -> Table:
     shown = frame["last_attempts"]
-    table = Table(title=f"last {len(shown)} of {frame['attempts']} attempts", title_justify="left",
+    total = frame["attempts"]
+    table = Table(title=f"last {len(shown)} of {total} attempt{'' if total == 1 else 's'}", title_justify="left",
                   title_style="bold", padding=(0, 1), box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("summary", min_width=8, ratio=1, overflow="ellipsis", no_wrap=True)
