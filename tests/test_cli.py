@@ -127,3 +127,14 @@ def test_arbitrary_toml_documents_never_traceback(tmp_path_factory, doc):
     (d / "ratchet.toml").write_text(tomli_w.dumps(doc))
     code, envelope = _check(d)
     assert code in (0, 2), envelope
+
+
+def test_a_wrong_command_line_says_error_usage_and_which_help_to_read():
+    cases = [(["status", "--bogus"], "No such option: --bogus", "ratchet status --help"),
+             (["run", "--resume"], "Option '--resume' requires an argument", "ratchet run --help"),
+             (["bogus"], "No such command 'bogus'", "ratchet --help")]
+    for args, message, help_command in cases:
+        proc = subprocess.run([sys.executable, "-m", "ratchet", *args], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert f"error (usage): {message}" in proc.stderr and f"hint: see `{help_command}`" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "╭" not in proc.stderr

@@ -482,22 +482,31 @@ def calibrate(
             lambda r: render_calibrate(out(), r))
 
 
+def _usage_path(ctx: Any, command: str) -> str:
+    """The command a usage error is about, as typed (`ratchet status`): the error's context, or the
+    subcommand named on the line when the error came before its context (a missing option value)."""
+    path = ctx.command_path if ctx is not None else "ratchet"
+    known = getattr(typer.main.get_command(app), "commands", {})
+    return f"ratchet {command}" if path == "ratchet" and command in known else path
+
+
 def main() -> None:
-    """Console-script entry point. With `--json`, even an argument error prints the one JSON
-    envelope (exit 2) instead of a usage box."""
-    if "--json" not in sys.argv[1:]:
-        app()
-        return
+    """Console-script entry point. An argument error prints `error (usage): ...` and a hint on
+    stderr (with `--json`, the one JSON envelope on stdout), exit 2."""
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), "")
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="ratchet")
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # click's UsageError/BadParameter (vendored or not): they format themselves
         if not hasattr(exc, "format_message"):
             raise
-        error = {"code": "usage", "message": exc.format_message(), "hint": f"see `ratchet {command} --help`"}
-        print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
+        hint = f"see `{_usage_path(getattr(exc, 'ctx', None), command)} --help`"
+        if "--json" in sys.argv[1:]:
+            error = {"code": "usage", "message": exc.format_message(), "hint": hint}
+            print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
+        elif exc.format_message():  # empty: no arguments at all, the help was printed
+            print(f"error (usage): {exc.format_message()}\nhint: {hint}", file=sys.stderr)
         sys.exit(getattr(exc, "exit_code", 2) or 2)
     sys.exit(code if isinstance(code, int) else 0)
 
