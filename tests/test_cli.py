@@ -132,7 +132,8 @@ def test_arbitrary_toml_documents_never_traceback(tmp_path_factory, doc):
 def test_a_wrong_command_line_says_error_usage_and_which_help_to_read():
     cases = [(["status", "--bogus"], "No such option: --bogus", "ratchet status --help"),
              (["run", "--resume"], "Option '--resume' requires an argument", "ratchet run --help"),
-             (["bogus"], "No such command 'bogus'", "ratchet --help")]
+             (["bogus"], "No such command 'bogus'", "ratchet --help"),
+             (["report", "--html", "--attempt", "2"], "--attempt shows one attempt: give one", "ratchet report --help")]
     for args, message, help_command in cases:
         proc = subprocess.run([sys.executable, "-m", "ratchet", *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, (args, proc.stderr)

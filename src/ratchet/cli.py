@@ -378,6 +378,9 @@ def report(
     from ratchet.commands.runs import find_run, write_html_report, write_report
 
     where = directory or Path(".")
+    if attempt is not None and as_html:
+        raise typer.BadParameter("--html writes the whole run's report and --attempt shows one attempt: give one",
+                                 param_hint="'--html' / '--attempt'")
     if attempt is not None:
         from ratchet.commands.attempt import attempt_report
         from ratchet.present.report.attempt import render_attempt
