@@ -137,5 +137,6 @@ def test_a_wrong_command_line_says_error_usage_and_which_help_to_read():
     for args, message, help_command in cases:
         proc = subprocess.run([sys.executable, "-m", "ratchet", *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, (args, proc.stderr)
-        assert f"error (usage): {message}" in proc.stderr and f"hint: see `{help_command}`" in proc.stderr, proc.stderr
+        assert proc.stderr.startswith("error (usage): ") and message in proc.stderr, proc.stderr
+        assert f"hint: see `{help_command}`" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr and "╭" not in proc.stderr
