@@ -121,7 +121,7 @@ def test_the_walk_sees_a_circle_closed_inside_a_function_or_under_type_checking(
     ]
 
 
-FLOORS = (("cli", "__main__"), ("commands",), ("loop",), ("targets", "agents"), ("compute",),
+FLOORS = (("cli", "__main__"), ("cli_shell",), ("commands",), ("loop",), ("targets", "agents"), ("compute",),
           ("ledger", "present", "workspace"), ("core",))
 """The packages from the command line inwards, as `ratchet/__init__.py` lists them: a module imports
 only from its own package or a floor below its own (further down this list)."""

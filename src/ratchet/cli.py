@@ -4,185 +4,45 @@ Every command prints exactly one JSON object with `--json`:
 `{"ok": bool, "command": str, "result": {...}, "error": {"code", "message", "hint"} | null}`;
 logs go to stderr. Exit codes: 0 ok, 1 internal error, 2 bad input, 3 a check failed, 130 interrupted.
 Heavy modules (scipy, optuna, matplotlib) are imported inside commands, never at module import.
+The shell every command shares (execute, the consoles, the arguments) is in cli_shell.py.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import sys
-import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 
 from ratchet import __version__
-from ratchet.core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RatchetError
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-
-def _plain_help_option(option: Any) -> Any:
-    if option is not None:
-        option.metavar = ""  # a flag takes no value: no `<bool>` beside --help
-    return option
-
-
-class _Command(TyperCommand):
-    """A command whose help shows required arguments as `BASE`, not `{BASE}`, and flags bare."""
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        """The usage line's pieces, braces around required arguments removed."""
-        pieces = super().collect_usage_pieces(ctx)
-        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
-
-    def get_help_option(self, ctx: Any) -> Any:
-        """`--help`, shown without a value type."""
-        return _plain_help_option(super().get_help_option(ctx))
-
-
-class _Group(TyperGroup):
-    """The `ratchet` group: `--help` shown without a value type."""
-
-    def get_help_option(self, ctx: Any) -> Any:
-        """`--help`, shown without a value type."""
-        return _plain_help_option(super().get_help_option(ctx))
-
+from ratchet.cli_shell import (
+    Command,
+    DebugOpt,
+    DirArg,
+    DirOpt,
+    Group,
+    JsonOpt,
+    RunArg,
+    err,
+    execute,
+    existing_dir,
+    out,
+    project_dir,
+    project_path,
+    run_arg,
+)
+from ratchet.core.errors import EXIT_INTERRUPTED
 
 app = typer.Typer(
     name="ratchet",
-    cls=_Group,
+    cls=Group,
     help="Improvement loops that promote only proven gains (paired, held-out, budgeted).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-@functools.cache
-def out() -> Console:
-    """The rich Console on stdout, made on first use (so a `--json` command never loads rich)."""
-    from ratchet.present.render import make_console
-
-    return make_console()
-
-
-@functools.cache
-def err() -> Console:
-    """The rich Console on stderr, made on first use."""
-    from ratchet.present.render import make_console
-
-    return make_console(stderr=True)
-
-
-JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print exactly one JSON object on stdout.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", metavar="", help="Show the traceback of an error.")]
-DirArg = Annotated[Path | None, typer.Argument(
-    metavar="DIR", show_default=False,
-    help="Project directory (holding ratchet.toml); default `.`. The same as --dir: give one of them.")]
-DirOpt = Annotated[Path | None, typer.Option("--dir", metavar="DIR", show_default=False,
-                                             help="Project directory (holding ratchet.toml); default `.`.")]
-RunArg = Annotated[str | None, typer.Argument(
-    metavar="RUN", help="Run id (default: the latest run); `ratchet runs` lists them. The project is --dir.")]
-
-Renderer = Callable[[dict[str, Any]], None]
-
-
-def project_dir(positional: Path | None, option: Path | None) -> Path:
-    """The project directory of a command taking both `DIR` and `--dir`: the one given, `.` when
-    neither is. Both given: accepted when they name the same directory, else a usage error (exit 2)
-    naming both, since neither silently wins."""
-    if positional is not None and option is not None and positional != option:
-        same = positional.exists() and option.exists() and os.path.samefile(positional, option)
-        if not same:
-            raise typer.BadParameter(
-                f"DIR {str(positional)!r} and --dir {str(option)!r} name different directories: give one of them",
-                param_hint="DIR / --dir")
-    return positional or option or Path(".")
-
-
-def existing_dir(directory: Path) -> Path:
-    """`directory` when it is an existing directory. Raises DataError `project.no_dir` (exit 2)."""
-    from ratchet.core.errors import DataError
-
-    if not directory.is_dir():
-        what = "is not a directory" if directory.exists() else "does not exist"
-        raise DataError("project.no_dir", f"no such directory: {directory} {what}",
-                        hint="give the project directory (the one holding ratchet.toml) with --dir DIR")
-    return directory
-
-
-def run_arg(command: str, run_id: str | None, directory: Path) -> str | None:
-    """`run_id` as given, after refusing a project directory passed where a run id goes
-    (`ratchet status myproj`): DataError `run.bad_id` naming the commands that were meant."""
-    from ratchet.core.errors import DataError
-    from ratchet.ledger.rundir import RUN_ID_RE
-
-    if run_id is not None and not RUN_ID_RE.match(run_id) and Path(run_id).is_dir():
-        given_dir = "" if directory == Path(".") else f" (--dir is {directory})"
-        raise DataError("run.bad_id", f"{run_id!r} is a directory, not a run id{given_dir}",
-                        hint=f"RUN is a run id; the project goes in --dir: `ratchet runs --dir {run_id}` lists its "
-                             f"runs, `ratchet {command} --dir {run_id}` shows its latest run")
-    return run_id
-
-
-def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[str, Any]], render: Renderer) -> None:
-    """Run one command's `work`, then render its result (human) or print the JSON envelope.
-
-    RatchetError -> its exit code with code/message/hint; KeyboardInterrupt -> 130; anything else ->
-    exit 1 ("internal error", the traceback only with --debug or RATCHET_DEBUG=1).
-    """
-    debug = debug or os.environ.get("RATCHET_DEBUG") == "1"
-    try:
-        result = work()
-    except RatchetError as exc:
-        _fail(command, as_json, debug, exc.to_json(), exc.exit_code)
-    except KeyboardInterrupt:
-        error = {"code": "interrupted", "message": "interrupted", "hint": None}
-        _fail(command, as_json, debug, error, EXIT_INTERRUPTED)
-    except Exception as exc:  # the last line of defence: no traceback for the user unless asked
-        error = {
-            "code": "internal",
-            "message": f"internal error: {type(exc).__name__}: {exc}",
-            "hint": "re-run with --debug and report the traceback",
-        }
-        _fail(command, as_json, debug, error, EXIT_INTERNAL)
-    code = result.pop("_exit_code", 0)
-    failure = result.pop("_error", None)  # a command whose result says why it failed (verify: exit 3)
-    if as_json:
-        envelope_error: dict[str, Any] | None = None if code == 0 else failure or {
-            "code": "interrupted", "message": f"`ratchet {command}` was interrupted", "hint": result.get("resume")}
-        print(json.dumps({"ok": code == 0, "command": command, "result": result, "error": envelope_error},
-                         default=str))
-    else:
-        render(result)
-    if code:
-        raise typer.Exit(code)
-
-
-def _fail(command: str, as_json: bool, debug: bool, error: dict[str, Any], code: int) -> None:
-    if debug:
-        traceback.print_exc(file=sys.stderr)
-    if as_json:
-        print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
-    else:
-        from rich.markup import escape
-
-        err().print(f"[bold red]error[/] [dim]({escape(error['code'])})[/]: {escape(error['message'])}", soft_wrap=True)
-        if error.get("hint"):
-            err().print(f"[yellow]hint[/]: {escape(str(error['hint']))}", soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def _project_path(directory: Path) -> Path:
-    """`directory` (a project directory, or a ratchet.toml path) when it exists. Raises DataError
-    `project.no_dir` (exit 2)."""
-    return directory if directory.is_file() else existing_dir(directory)
 
 
 def version_callback(value: bool) -> None:
@@ -202,7 +62,7 @@ def main_callback(
     """Ratchet: improvement loops that promote only proven gains."""
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def init(
     directory: Annotated[Path | None, typer.Argument(
         metavar="DIR", show_default=False,
@@ -221,7 +81,7 @@ def init(
     execute("init", as_json, debug, lambda: init_project(where, kind), lambda r: render_init(out(), r))
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def check(
     directory: DirArg = None,
     preflight: Annotated[bool, typer.Option(
@@ -237,11 +97,11 @@ def check(
     from ratchet.present.render import render_check
 
     where = project_dir(directory, dir_option)
-    execute("check", as_json, debug, lambda: check_report(_project_path(where), preflight),
+    execute("check", as_json, debug, lambda: check_report(project_path(where), preflight),
             lambda r: render_check(out(), r))
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def run(
     directory: DirArg = None,
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID",
@@ -258,7 +118,7 @@ def run(
 
     where = project_dir(directory, dir_option)
     ui = LogUI(err()) if as_json else RichUI(err())
-    execute("run", as_json, debug, lambda: run_project(_project_path(where), resume, ui, allow_concurrent),
+    execute("run", as_json, debug, lambda: run_project(project_path(where), resume, ui, allow_concurrent),
             _render_run)
 
 
@@ -293,7 +153,7 @@ def _render_run(r: dict[str, Any]) -> None:
     out().print(f"report: {r['report']}")
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def compare(
     base: Annotated[str, typer.Argument(metavar="BASE", help="Git revision measured as the baseline.")],
     candidate: Annotated[str, typer.Argument(metavar="CANDIDATE", help="Git revision measured as the candidate.")],
@@ -307,7 +167,7 @@ def compare(
 
     where = directory or Path(".")
     ui = LogUI(err()) if as_json else RichUI(err())
-    execute("compare", as_json, debug, lambda: compare_revisions(_project_path(where), base, candidate, ui),
+    execute("compare", as_json, debug, lambda: compare_revisions(project_path(where), base, candidate, ui),
             _render_compare)
 
 
@@ -328,7 +188,7 @@ def _render_compare(r: dict[str, Any]) -> None:
               f"level {fmt_p(r['level'])}, units {r['units']}; run {r['run_id']}")
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def status(
     run_id: RunArg = None,
     directory: DirOpt = None,
@@ -349,7 +209,7 @@ def _render_status(r: dict[str, Any]) -> None:
     render_status(out(), err(), r)
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def runs(
     directory: DirOpt = None,
     as_json: JsonOpt = False,
@@ -363,7 +223,7 @@ def runs(
     execute("runs", as_json, debug, lambda: list_project_runs(existing_dir(where)), lambda r: render_runs(out(), r))
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def report(
     run_id: RunArg = None,
     directory: DirOpt = None,
@@ -423,7 +283,7 @@ def watch(
                 lambda r: None)
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def abandon(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="The unfinished run to give up (its id: "
                                                               "`ratchet runs` lists them).")],
@@ -441,7 +301,7 @@ def abandon(
                                 "its ledger, jobs and report are kept"))
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def verify(
     run_id: RunArg = None,
     directory: DirOpt = None,
@@ -459,7 +319,7 @@ def verify(
             lambda r: render_verify(out(), err(), r))
 
 
-@app.command(cls=_Command)
+@app.command(cls=Command)
 def calibrate(
     directory: DirArg = None,
     rev: Annotated[str | None, typer.Option("--rev", metavar="REV",
@@ -481,7 +341,7 @@ def calibrate(
     where = project_dir(directory, dir_option)
     ui = LogUI(err()) if as_json else RichUI(err())
     execute("calibrate", as_json, debug,
-            lambda: calibrate_project(_project_path(where), rev=rev, seeds=seeds, effect=effect, ui=ui),
+            lambda: calibrate_project(project_path(where), rev=rev, seeds=seeds, effect=effect, ui=ui),
             lambda r: render_calibrate(out(), r))
 
 
