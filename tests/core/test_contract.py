@@ -89,6 +89,12 @@ def test_durations(value, seconds):
     assert parse_duration(value) == seconds
 
 
+@pytest.mark.parametrize("value", [float("nan"), -1, "-5m", "soon", True])
+def test_a_duration_that_is_no_number_of_seconds_is_refused(value):
+    with pytest.raises(ValueError):
+        parse_duration(value)
+
+
 def _replace(old: str, new: str, base: str = GOOD) -> str:
     assert old in base, old
     return base.replace(old, new, 1)

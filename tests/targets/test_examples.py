@@ -131,14 +131,15 @@ def test_numbers_json_readers_cannot_hold_and_deep_nesting_are_malformed_lines(t
         '{"input": "deep", "expected_output": ' + "[" * 65 + "]" * 65 + "}",  # 5 65 levels
         '{"input": [-9007199254740992], "expected_output": "y"}',     # 6 in the input
         jline("edge", 9007199254740991),                              # 7 fine: 2**53 - 1
+        '{"input": "float", "expected_output": 9007199254740993.0}',  # 8 whole, beyond, as a float
     ]
     path = write_lines(tmp_path / "ex.jsonl", lines)
     with pytest.raises(DataError) as info:
         load_examples(path)
     message = info.value.message
     assert info.value.code == "examples.malformed" and str(path) in message
-    assert "5 lines are malformed" in message, message
-    for number in (2, 3, 4, 5, 6):
+    assert "6 lines are malformed" in message, message
+    for number in (2, 3, 4, 5, 6, 8):
         assert f"line {number}:" in message, (number, message)
     assert "line 1:" not in message and "line 7:" not in message
     assert "beyond 2**53 - 1" in message and "infinity" in message and "nested" in message

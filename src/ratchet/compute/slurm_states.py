@@ -110,15 +110,30 @@ def parse_array_id(sbatch_stdout: str) -> str:
 
 def expand_indices(spec: str) -> list[int]:
     """Array indices from an ArrayTaskId value: "7", "3-6", "1,4-5,9", "0-999%8" (the throttle after
-    % is ignored). Raises ValueError on anything else."""
+    % is ignored). Raises ValueError on anything else, and on a range wider than MAX_ARRAY_INDICES."""
     indices: list[int] = []
     for part in spec.split("%")[0].split(","):
         if "-" in part:
-            low, high = part.split("-", 1)
-            indices.extend(range(int(low), int(high) + 1))
+            low, high = (whole(end) for end in part.split("-", 1))
+            if low is None or high is None or high - low >= MAX_ARRAY_INDICES:
+                raise ValueError(f"{part!r} is not an array index range")
+            indices.extend(range(low, high + 1))
         elif part:
-            indices.append(int(part))
+            index = whole(part)
+            if index is None:
+                raise ValueError(f"{part!r} is not an array index")
+            indices.append(index)
     return indices
+
+
+MAX_ARRAY_INDICES = 4_000_001
+"""Slurm's largest MaxArraySize (indices 0..4,000,000): a wider range in its output is not read."""
+
+
+def whole(text: str) -> int | None:
+    """`text` as a non-negative integer when it is ASCII digits only, else None (`str.isdigit`
+    also admits digits such as `¹` that `int` refuses)."""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def parse_duration_hms(value: str) -> float:
@@ -126,13 +141,15 @@ def parse_duration_hms(value: str) -> float:
     days = 0
     if "-" in value:
         head, value = value.split("-", 1)
-        days = int(head) if head.isdigit() else 0
-    parts = value.split(":")
-    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:
+        days = whole(head) or 0
+    parts = [whole(p) for p in value.split(":")]
+    if not 1 <= len(parts) <= 3:
         return 0.0
     seconds = 0
     for part in parts:
-        seconds = seconds * 60 + int(part)
+        if part is None:
+            return 0.0
+        seconds = seconds * 60 + part
     return float(days * 86400 + seconds)
 
 
@@ -159,9 +176,9 @@ def parse_show_job(text: str) -> dict[int, TaskRecord]:
                 slurm_job_id=fields.get("JobId") if single else None,
                 state=fields["JobState"],
                 reason=fields.get("Reason", ""),
-                exit_code=int(code) if code.isdigit() else None,
-                exit_signal=int(sig) if sig.isdigit() else None,
-                restarts=int(fields["Restarts"]) if fields.get("Restarts", "").isdigit() else 0,
+                exit_code=whole(code),
+                exit_signal=whole(sig),
+                restarts=whole(fields.get("Restarts", "")) or 0,
                 run_time_s=parse_duration_hms(fields.get("RunTime", "")),
                 name=fields.get("JobName", ""),
             )
@@ -179,7 +196,8 @@ def max_array_size(show_config: str) -> int | None:
         key, sep, value = line.partition("=")
         if sep and key.strip() == "MaxArraySize":
             value = value.strip()
-            return int(value) if value.isdigit() and int(value) > 0 else None
+            size = whole(value)
+            return size if size else None
     return None
 
 

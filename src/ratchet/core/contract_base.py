@@ -3,6 +3,7 @@ and the rule for the environment variable names a contract may use."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from pydantic import BaseModel, ConfigDict
@@ -48,6 +49,8 @@ def parse_duration(value: str | int | float) -> float:
         raise ValueError("a duration is seconds or a string like '90s', '45m', '2h', not a boolean")
     if isinstance(value, int | float):
         seconds = float(value)
+        if math.isnan(seconds):
+            raise ValueError("a duration is a number of seconds, not NaN")
     else:
         match = _DURATION.match(value)
         if not match:

@@ -92,8 +92,10 @@ def json_text(value: Any) -> str:
 def json_value_problem(value: Any) -> str | None:
     """Why a parsed JSON value cannot be an example's input or expected output, or None.
 
-    Refused: integers beyond +-(2**53 - 1) (JSON readers disagree on them), numbers that overflow to
-    infinity (`1e400`), nesting deeper than MAX_JSON_DEPTH. Walks iteratively, so any depth is safe.
+    Refused: integers beyond +-(2**53 - 1) (JSON readers disagree on them), integral numbers written
+    with a fraction or exponent beyond it (`9007199254740993.0`: no canonical form reads back the
+    same), numbers that overflow to infinity (`1e400`), nesting deeper than MAX_JSON_DEPTH. Walks
+    iteratively, so any depth is safe.
     """
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -105,6 +107,9 @@ def json_value_problem(value: Any) -> str | None:
                     "which JSON readers cannot hold exactly (write it as a string)")
         if isinstance(item, float) and not math.isfinite(item):
             return "a number overflows to infinity (beyond about 1.8e308; write it as a string)"
+        if isinstance(item, float) and item.is_integer() and abs(item) > MAX_SAFE_INT:
+            return (f"the number {item!r} is a whole number beyond 2**53 - 1, which JSON readers cannot hold "
+                    "exactly (write it as a string)")
         if isinstance(item, list | dict):
             if depth >= MAX_JSON_DEPTH:
                 return f"a value is nested deeper than {MAX_JSON_DEPTH} levels"
@@ -225,7 +230,7 @@ def load_examples(path: Path) -> ExampleSet:
     Blank lines are skipped; a UTF-8 BOM is ignored. Exact duplicates (same input and expected
     output) are dropped with a warning. Raises DataError: `examples.missing` (no such file),
     `examples.malformed` (every bad line with its 1-based number and reason, in one error: not
-    UTF-8, not JSON, not an object, missing or unknown keys, integers beyond 2**53 - 1, numbers
+    UTF-8, not JSON, not an object, missing or unknown keys, whole numbers beyond 2**53 - 1, numbers
     overflowing to infinity, nesting deeper than MAX_JSON_DEPTH, a user "id" given to two lines of
     different content), `examples.conflict` (one input, two expected outputs: both lines listed),
     `examples.empty` (no examples).
