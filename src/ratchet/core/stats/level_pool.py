@@ -56,7 +56,8 @@ def _bad(step: object) -> RatchetError:
     return RatchetError(
         "gate.bad_history",
         f"a level timeline step must be ('planned', attempt) or ('decided', attempt, one of "
-        f"{list(LEVEL_OUTCOMES)}), with an attempt >= 1, planned at most once, never after its decision, and decided at most once; got {step!r}",
+        f"{list(LEVEL_OUTCOMES)}), an attempt >= 1 planned at most once and never after its decision, "
+        f"decided at most once; got {step!r}",
         hint="build the timeline from the ledger (loop.history.level_timeline)",
     )
 
