@@ -1,8 +1,9 @@
 """The past of a run as the next attempt reads it from the run's state: what each earlier attempt
 did with its level (`level_history`; `level_timeline`: plannings and decisions in ledger order,
 for attempts that overlap), which val block an examples trial measures (`promotions_before`),
-the dev results the ledger holds (`dev_mean`, `champion_dev_mean`, `champion_dev_failures`), and what an agent is shown of earlier attempts (`past_attempts`;
-docs/gate.md, "Examples targets and adaptive agents").
+the dev results the ledger holds (`dev_mean`, `champion_dev_mean`, `champion_dev_failures`), and
+what an agent is shown of earlier attempts (`past_attempts`; docs/gate.md, "Examples targets and
+adaptive agents").
 
 Pure: reads a RunState, returns values. `ratchet verify` uses the same functions to re-derive the
 levels a run granted.
