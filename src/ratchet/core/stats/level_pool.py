@@ -62,21 +62,25 @@ def _bad(step: object) -> RatchetError:
     )
 
 
-class _Pool:
-    """The walk over a timeline: the shares fixed so far and the credit released and not claimed."""
+class LevelPool:
+    """The walk over a timeline, one step at a time (what `shares_in_order` runs; a simulation of
+    many schedules steps it as it goes): `shares` (attempt -> share fixed at its planning) and `pool`
+    (the credit released and not yet claimed). Raises like `shares_in_order`."""
 
     def __init__(self, alpha: float, policy: Multiplicity, max_attempts: int) -> None:
+        trial_level(alpha, policy, 1, max_attempts)  # the same checks, raised now
         self.alpha, self.policy, self.max_attempts = alpha, policy, max_attempts
         self.shares: dict[int, float] = {}
         self.decided: set[int] = set()
         self.pool = 0.0
 
-    def plan(self, attempt: int) -> float:
-        """The share of `attempt` if its trial were planned now (nothing changes)."""
+    def share_if_planned(self, attempt: int) -> float:
+        """The share `attempt` would get if its trial were planned now (nothing changes)."""
         base = trial_level(self.alpha, self.policy, attempt, self.max_attempts)
         return base if self.policy == "trial" else base + self.pool
 
-    def step(self, step: object) -> None:
+    def record(self, step: object) -> None:
+        """Apply one LevelStep: a planning claims the pool, a decision releases its credit."""
         if not isinstance(step, tuple) or len(step) < 2 or isinstance(step[1], bool) or not isinstance(
                 step[1], int) or step[1] < 1:
             raise _bad(step)
@@ -84,7 +88,7 @@ class _Pool:
         if step[0] == "planned" and len(step) == 2:
             if attempt in self.shares or attempt in self.decided:
                 raise _bad(step)
-            self.shares[attempt] = self.plan(attempt)
+            self.shares[attempt] = self.share_if_planned(attempt)
             if self.policy == "campaign":
                 self.pool = 0.0
         elif step[0] == "decided" and len(step) == 3 and step[2] in LEVEL_OUTCOMES:
@@ -109,9 +113,9 @@ def shares_in_order(alpha: float, policy: Multiplicity, max_attempts: int,
     like multiplicity.trial_level (alpha, policy, max_attempts), and `gate.bad_history` for a step
     that is not a LevelStep, an attempt planned twice, decided twice or planned after its decision.
     """
-    pool = _Pool(alpha, policy, max_attempts)
+    pool = LevelPool(alpha, policy, max_attempts)
     for step in timeline:
-        pool.step(step)
+        pool.record(step)
     return pool.shares
 
 
@@ -121,12 +125,12 @@ def share_at_planning(alpha: float, policy: Multiplicity, max_attempts: int, att
     plans it; else the share it gets if planned now, after the whole timeline (alpha * w_t plus every
     credit released and not yet claimed). Raises like `shares_in_order`, and `gate.bad_trial_index`
     for an attempt < 1."""
-    pool = _Pool(alpha, policy, max_attempts)
+    pool = LevelPool(alpha, policy, max_attempts)
     for step in timeline:
-        pool.step(step)
+        pool.record(step)
     if attempt in pool.shares:
         return pool.shares[attempt]
-    return pool.plan(attempt)
+    return pool.share_if_planned(attempt)
 
 
 def levels_at_planning(alpha: float, policy: Multiplicity, max_attempts: int, attempt: int,
