@@ -144,7 +144,7 @@ def make_bank(rng: np.random.Generator, family: str, rows: int, effect: float = 
     return Bank(trial, conf)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def increments(level: float, looks: tuple[int, ...]) -> tuple[float, ...]:
     """Each look's threshold at `level` (stats.sequential.boundaries, linear spending)."""
     return tuple(g.thresholds(level, looks, "continuous"))
