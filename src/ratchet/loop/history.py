@@ -25,7 +25,8 @@ from ratchet.present.status import final_verdict
 
 
 def level_history(state: RunState, before: int, rules: int = GATE_RULES) -> list[LevelOutcome]:
-    """What each attempt before `before` did with its level (stats.multiplicity.attempt_levels):
+    """What each attempt before `before` did with its level (stats.multiplicity.attempt_levels; the
+    sequential view, the campaign reads `level_timeline`):
     `promoted`; `unspent` when decided without jobs (WITHOUT_JOBS) or given up before its
     trial; `not_promoted` otherwise. Under gate `rules` 1 a trial whose jobs completed no unit also
     counted as `unspent`, which depends on the data measured; rules 2 decide it before any job."""
