@@ -188,3 +188,23 @@ def test_the_state_after_each_event_lists_every_attempt_as_it_stands(events, run
             folder.step(event)
             expected = tuple(AttemptState(**folder.attempts[n]) for n in sorted(folder.attempts))
             assert folder.result(jobs=False).attempts == expected, f"after event {i}"
+
+
+def test_the_fold_keeps_when_each_attempt_planned_its_trial_and_was_decided(events):
+    from ratchet.loop.history import level_timeline
+
+    state = fold(events)
+    seq = {(e.kind, e.payload.attempt, getattr(e.payload, "stage", None)): e.seq for e in events
+           if hasattr(e.payload, "attempt")}
+    first, second, third = state.attempts
+    # attempt 1: accepted by its trial and its confirmation, decided by its promotion
+    assert (first.planned_seq, first.decided_seq) == (seq["trial.planned", 1, "trial"],
+                                                      seq["champion.promoted", 1, None])
+    assert (second.planned_seq, second.decided_seq) == (seq["trial.planned", 2, "trial"],
+                                                        seq["trial.judged", 2, "trial"])
+    assert (third.planned_seq, third.decided_seq) == (None, seq["attempt.gave_up", 3, None])
+    assert level_timeline(state) == [("planned", 1), ("decided", 1, "promoted"), ("planned", 2),
+                                     ("decided", 2, "not_promoted"), ("decided", 3, "unspent")]
+    # before attempt 1's promotion is recorded it is still running: no decision step
+    before = fold(upto(events, "trial.judged", 2))
+    assert before.attempts[0].decided_seq is None and level_timeline(before) == [("planned", 1)]

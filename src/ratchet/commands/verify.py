@@ -29,12 +29,13 @@ from ratchet.core.audit_view import Planned, RunView, read_view
 from ratchet.core.canonical import digest_bytes
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import parse_contract
-from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanError
+from ratchet.core.errors import EXIT_CHECK_FAILED, DataError, LedgerError, PlanError, RatchetError
 from ratchet.core.events import LedgerLineError
 from ratchet.core.gate_rules import recorded_rules
 from ratchet.core.plan import Plan
 from ratchet.core.state import Folder, RunState
-from ratchet.core.stats.multiplicity import AttemptLevels, attempt_levels
+from ratchet.core.stats.level_pool import shares_in_order
+from ratchet.core.stats.multiplicity import split_share
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import read_log_bytes, scan_events
 from ratchet.ledger.rundir import RunDir
@@ -259,48 +260,63 @@ def _blob_or_none(blobs: BlobStore, blob: Any) -> bytes | None:
         return None
 
 
-def _states_before(view: RunView, seqs: set[int]) -> dict[int, RunState]:
-    """seq -> the run's state as folded from the events before it (one pass over the ledger;
-    finished_jobs and running_jobs left empty)."""
+def _states_before(view: RunView, seqs: set[int]) -> tuple[dict[int, RunState], RunState]:
+    """(seq -> the run's state as folded from the events before it, the state after every event):
+    one pass over the ledger; finished_jobs and running_jobs left empty."""
     folder = Folder()
     out: dict[int, RunState] = {}
     for event in view.events:
         if event.seq in seqs:
             out[event.seq] = folder.result(jobs=False)  # the levels and margins read no jobs
         folder.step(event)
-    return out
+    return out, folder.result(jobs=False)
 
 
-def _expected_level(view: RunView, contract: Contract, p: Planned, state: RunState,
-                    known: dict[tuple[Any, ...], AttemptLevels]) -> float:
+def _shares(view: RunView, contract: Contract, final: RunState) -> dict[int, float] | str:
+    """attempt -> the share of alpha loop/campaign.py grants it when its trial is planned
+    (stats.level_pool: base weight plus the credits released before that planning, in ledger
+    order, by the run's recorded gate rules; loop.history.level_timeline), or why the ledger's
+    plannings and decisions give none (a tampered order)."""
+    from ratchet.loop.history import level_timeline
+
+    gate = contract.gate
+    try:
+        return shares_in_order(gate.alpha, gate.multiplicity, contract.budget.max_attempts,
+                               level_timeline(final, recorded_rules(view.gate)))
+    except RatchetError as exc:
+        return exc.message
+
+
+def _expected_level(view: RunView, contract: Contract, p: Planned, shares: dict[int, float] | str
+                    ) -> float | str:
     """The level loop/campaign.py grants the stage of `p`: alpha for the holdout and a comparison;
-    else the attempt's trial or confirmation level (stats.multiplicity.attempt_levels) from what
-    the attempts before it did with theirs, by the run's recorded gate rules
-    (loop.history.level_history). `known`: levels already derived, by (attempt, history) (an
-    attempt's trial and confirmation share them)."""
-    from ratchet.loop.history import level_history
-
+    else the trial's or the confirmation's part of the attempt's share (`_shares`,
+    stats.multiplicity.split_share); a text when there is none."""
     gate = contract.gate
     if p.stage == "holdout" or view.mode == "compare":
         return gate.alpha
-    confirms = gate.confirm and contract.target.kind == "benchmark"
-    history = level_history(state, p.attempt, recorded_rules(view.gate))
-    key = (p.attempt, *history)
-    if key not in known:
-        known[key] = attempt_levels(gate.alpha, gate.multiplicity, p.attempt, contract.budget.max_attempts,
-                                    history, confirm=confirms)
-    return known[key].confirm if p.stage == "confirm" else known[key].trial
+    if isinstance(shares, str):
+        return shares
+    if p.attempt not in shares:
+        return "its attempt has no trial planned before it"
+    levels = split_share(shares[p.attempt], gate.confirm and contract.target.kind == "benchmark")
+    return levels.confirm if p.stage == "confirm" else levels.trial
 
 
 def _settings(view: RunView, contract: Contract, planned: list[Planned]) -> list[Finding]:
     out = []
-    states = _states_before(view, {p.seq for p in planned})
+    states, final = _states_before(view, {p.seq for p in planned})
+    shares = _shares(view, contract, final)
     gate = contract.gate
-    known: dict[tuple[Any, ...], AttemptLevels] = {}
     for p in planned:
         state = states[p.seq]
         margin = audit.expected_margin(p, gate.min_effect, gate.min_effect_rel, state.champion_mean)
-        out += audit.check_settings(p, _expected_level(view, contract, p, state, known), margin)
+        level = _expected_level(view, contract, p, shares)
+        if isinstance(level, str):
+            out.append(Finding("verify.level", p.seq, f"{p.stage} of attempt {p.attempt}: recorded level "
+                               f"{p.level!r}, no level can be derived: {level}"))
+            level = p.level if isinstance(p.level, float) else 0.0
+        out += audit.check_settings(p, level, margin)
     return out
 
 

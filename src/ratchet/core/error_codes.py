@@ -60,7 +60,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "compute.gpus_held": _bad_input(f"a GPU device was handed out twice: {_REPORT}"),
     "slurm.<call>": _bad_input('a Slurm command (sbatch, scontrol, squeue, scancel...) failed or did not run: check '
                                '`sinfo` and [compute.slurm]'),
-    "gate.bad_history": _bad_input(f"an attempt's level history holds an unknown outcome: {_REPORT}"),
+    "gate.bad_history": _bad_input(f"an attempt's level history or timeline holds an unknown outcome or an impossible "
+                                    f"order: {_REPORT}"),
     "keys.unreadable": _bad_input("the project's signing key under .ratchet/keys/ cannot be read: fix its permissions"
                                   " or remove it to make a new one"),
     "keys.bad_public_key": _bad_input('the public key given to `ratchet verify --key` is not an Ed25519 public key: '

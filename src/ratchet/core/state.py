@@ -88,7 +88,10 @@ class AttemptState:
     whether its candidate became the champion; `unresponsive` whether it ended because the agent
     did not work (`attempt.gave_up` / `attempt.submitted` data.unresponsive); `candidate_mean` /
     `champion_mean`: the trial's raw means of each side (Judgment); `revises` the attempt whose
-    verdict this one revises in the same agent session (`attempt.started` data.revises)."""
+    verdict this one revises in the same agent session (`attempt.started` data.revises);
+    `planned_seq` the seq of its first `trial.planned` of stage trial, `decided_seq` that of the
+    event that decided it (its promotion, a trial or confirmation verdict other than accepted, its
+    give-up): the ledger order the levels of attempts that overlap are read from (loop.history)."""
 
     attempt: int
     tree: str | None = None
@@ -113,6 +116,8 @@ class AttemptState:
     promoted: bool = False
     unresponsive: bool = False
     revises: int | None = None
+    planned_seq: int | None = None
+    decided_seq: int | None = None
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,7 @@ class Folder:
         self.repairs = 0
         self.model_calls = 0
         self.last_seq = -1
+        self.seq = -1  # the seq of the event being stepped
         # Keys as the events hold them (replay never validates): ints and strs in a well-formed ledger.
         self.attempts: dict[Any, dict[str, Any]] = {}  # number -> AttemptState fields set so far
         self.built: dict[Any, AttemptState] = {}  # number -> AttemptState as of its last change (for result)
@@ -274,6 +280,7 @@ class Folder:
         handler = self.handlers.get(event.kind)
         if handler is None:
             handler = self.handlers[event.kind] = getattr(self, "on_" + event.kind.replace(".", "_"))
+        self.seq = event.seq
         handler(event.payload)
         self.last_seq = event.seq
         # Wall clock: a repair or an abandon is written while no kernel ran (the downtime is no
@@ -345,14 +352,20 @@ class Folder:
             unresponsive=d.unresponsive is True,
         )
 
+    def decide(self, number: Any) -> dict[str, Any]:
+        """{"decided_seq": seq} when attempt `number` has none yet (its first decision), else {}."""
+        return {} if self.attempts.get(number, {}).get("decided_seq") is not None else {"decided_seq": self.seq}
+
     def on_attempt_gave_up(self, d: AttemptGaveUp) -> None:
         self.touch_attempt(d.attempt, gave_up=d.reason, stops_campaign=d.stops_campaign,
-                           unresponsive=d.unresponsive is True)
+                           unresponsive=d.unresponsive is True, **self.decide(d.attempt))
 
     def on_trial_planned(self, d: TrialPlanned) -> None:
         self.open_trial = d
         if d.stage == "trial":
             self.trials_run += 1
+            if self.attempts.get(d.attempt, {}).get("planned_seq") is None:
+                self.touch_attempt(d.attempt, planned_seq=self.seq)
 
     def on_job_started(self, d: JobStarted) -> None:
         job_id = d.job_id
@@ -381,7 +394,8 @@ class Folder:
         if judgment.stage == "holdout":
             self.holdout = judgment
         elif judgment.stage == "confirm":
-            self.touch_attempt(judgment.attempt, confirm=judgment)
+            self.touch_attempt(judgment.attempt, confirm=judgment,
+                               **(self.decide(d.attempt) if d.verdict != "accepted" else {}))
         elif judgment.stage == "trial":
             if d.champion_mean is not None and d.champion_mean is not UNSET:
                 self.champion_mean, self.champion_bound = d.champion_mean, given(d.champion_lcb)
@@ -398,11 +412,12 @@ class Folder:
                 level=judgment.level,
                 candidate_mean=judgment.candidate_mean,
                 champion_mean=judgment.champion_mean,
+                **(self.decide(d.attempt) if d.verdict != "accepted" else {}),
             )
 
     def on_champion_promoted(self, d: ChampionPromoted) -> None:
         self.champion = Champion(d.commit, d.tree, d.estimate, _interval(d.interval), d.attempt)
-        self.touch_attempt(d.attempt, promoted=True)
+        self.touch_attempt(d.attempt, promoted=True, **self.decide(d.attempt))
         if d.mean is not None:
             self.champion_mean, self.champion_bound = d.mean, d.lcb
         self.judged_since_promotion.clear()

@@ -46,10 +46,10 @@ from ratchet.core.payloads import (
 )
 from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
-from ratchet.core.stats.multiplicity import attempt_levels
+from ratchet.core.stats.level_pool import levels_at_planning
 from ratchet.ledger.rundir import champion_branch
 from ratchet.loop.audit_trail import check_recorded_plan, keep_attempt
-from ratchet.loop.history import idle_streak, level_history, past_attempts, promotions_before
+from ratchet.loop.history import idle_streak, level_timeline, past_attempts, promotions_before
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
 from ratchet.loop.life import Stop, live_campaign, record_stopped
@@ -336,8 +336,8 @@ class Campaign:
         planned = self.k.recorded(TrialPlanned, attempt=number, stage="trial")
         trial = planned.trial if planned else state.trials_run + 1
         gate = self.contract.gate
-        levels = attempt_levels(gate.alpha, gate.multiplicity, number, self.contract.budget.max_attempts,
-                                level_history(state, number), confirm=self.confirms)
+        levels = levels_at_planning(gate.alpha, gate.multiplicity, self.contract.budget.max_attempts, number,
+                                    level_timeline(state), confirm=self.confirms)
         champion_tree = state.champion.tree or ""
         block = promotions_before(state, number)
         outcome = self._judge_stage("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"),

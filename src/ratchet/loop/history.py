@@ -1,8 +1,9 @@
 """The past of a run as the next attempt reads it from the run's state: what each earlier attempt
-did with its level (`level_history`), which val block an examples trial measures
-(`promotions_before`), the dev results the ledger holds (`dev_mean`, `champion_dev_mean`,
-`champion_dev_failures`), and what an agent is shown of earlier attempts (`past_attempts`;
-docs/gate.md, "Examples targets and adaptive agents").
+did with its level (`level_history`; `level_timeline`: plannings and decisions in ledger order,
+for attempts that overlap), which val block an examples trial measures (`promotions_before`),
+the dev results the ledger holds (`dev_mean`, `champion_dev_mean`, `champion_dev_failures`), and
+what an agent is shown of earlier attempts (`past_attempts`; docs/gate.md, "Examples targets and
+adaptive agents").
 
 Pure: reads a RunState, returns values. `ratchet verify` uses the same functions to re-derive the
 levels a run granted.
@@ -17,27 +18,40 @@ from ratchet.core.gate import WITHOUT_JOBS
 from ratchet.core.gate_rules import GATE_RULES
 from ratchet.core.payloads import JobFinished, given
 from ratchet.core.plan import NO_ATTEMPT
-from ratchet.core.state import RunState
+from ratchet.core.state import AttemptState, RunState
+from ratchet.core.stats.level_pool import LevelStep, timeline_of
 from ratchet.core.stats.multiplicity import LevelOutcome
 from ratchet.present.status import final_verdict
 
 
 def level_history(state: RunState, before: int, rules: int = GATE_RULES) -> list[LevelOutcome]:
-    """What each attempt before `before` did with its level (stats.multiplicity.attempt_levels):
+    """What each attempt before `before` did with its level (stats.multiplicity.attempt_levels; the
+    sequential view, the campaign reads `level_timeline`):
     `promoted`; `unspent` when decided without jobs (WITHOUT_JOBS) or given up before its
     trial; `not_promoted` otherwise. Under gate `rules` 1 a trial whose jobs completed no unit also
     counted as `unspent`, which depends on the data measured; rules 2 decide it before any job."""
-    out: list[LevelOutcome] = []
-    for a in state.attempts:
-        if a.attempt >= before:
-            continue
-        if a.promoted:
-            out.append("promoted")
-        elif a.gave_up is not None or a.reason in WITHOUT_JOBS or (rules == 1 and not a.units):
-            out.append("unspent")
-        else:
-            out.append("not_promoted")
-    return out
+    return [level_outcome(a, rules) for a in state.attempts if a.attempt < before]
+
+
+def level_outcome(a: AttemptState, rules: int = GATE_RULES) -> LevelOutcome:
+    """What attempt `a` did with its level (level_history's rule, for one attempt)."""
+    if a.promoted:
+        return "promoted"
+    if a.gave_up is not None or a.reason in WITHOUT_JOBS or (rules == 1 and not a.units):
+        return "unspent"
+    return "not_promoted"
+
+
+def level_timeline(state: RunState, rules: int = GATE_RULES) -> list[LevelStep]:
+    """The plannings and decisions of the run's attempts in ledger order (stats.level_pool.LevelStep):
+    ("planned", attempt) at its first trial planning (AttemptState.planned_seq), ("decided", attempt,
+    level_outcome) at its decision (AttemptState.decided_seq); an attempt still running has no
+    decision step. What stats.level_pool.levels_at_planning reads, in the campaign and in
+    `ratchet verify`."""
+    planned = {a.attempt: a.planned_seq for a in state.attempts if a.planned_seq is not None}
+    decided = {a.attempt: (a.decided_seq, level_outcome(a, rules)) for a in state.attempts
+               if a.decided_seq is not None}
+    return timeline_of(planned, decided)
 
 
 def promotions_before(state: RunState, attempt: int) -> int:

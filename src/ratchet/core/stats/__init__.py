@@ -12,6 +12,8 @@
 - `bounds.py`: the verdict's bound, the same test inverted at the deciding look's threshold;
 - `sequential.py`: looks, alpha spending across them, the futility rule;
 - `multiplicity.py`: the level of each attempt (online fallback) and its trial/confirmation split;
+- `level_pool.py`: the same shares when attempts overlap: credits released before a trial's
+  planning, in ledger order;
 - `guarantee.py`: each test's one-sentence guarantee, and what n units cannot see (import-light);
 - `power.py`: the power of the exact McNemar test and the smallest gain it detects;
 - `skew.py`: Hall's skewness-corrected t (the default test's second requirement), the skewness G1 of

@@ -150,13 +150,20 @@ def attempt_levels(
 
     a = attempt_level(alpha, policy, attempt, max_attempts, history); with confirm: (a ** (1 -
     CONFIRM_SHARE), a ** CONFIRM_SHARE), independent stages on fresh units, so P(promote a null)
-    <= a; without: (a, 1.0). The campaign calls it once per attempt, before the trial, with the
-    outcomes of all earlier attempts. Raises like `attempt_level`.
+    <= a; without: (a, 1.0). history: the outcomes of all earlier attempts. The campaign grants
+    level_pool.levels_at_planning (attempts that overlap), equal to this on a sequential ledger
+    (each attempt decided before the next is planned). Raises like `attempt_level`.
     """
-    level = attempt_level(alpha, policy, attempt, max_attempts, history)
-    if not confirm or level == 0.0:
-        return AttemptLevels(level, 1.0 if not confirm else 0.0)
-    return AttemptLevels(level ** (1.0 - CONFIRM_SHARE), level**CONFIRM_SHARE)
+    return split_share(attempt_level(alpha, policy, attempt, max_attempts, history), confirm)
+
+
+def split_share(share: float, confirm: bool = True) -> AttemptLevels:
+    """An attempt's share of alpha split between its trial and its confirmation: with confirm
+    (share ** (1 - CONFIRM_SHARE), share ** CONFIRM_SHARE), (0.0, 0.0) for a share of 0; without,
+    (share, 1.0)."""
+    if not confirm or share == 0.0:
+        return AttemptLevels(share, 1.0 if not confirm else 0.0)
+    return AttemptLevels(share ** (1.0 - CONFIRM_SHARE), share**CONFIRM_SHARE)
 
 
 @dataclass(frozen=True)
