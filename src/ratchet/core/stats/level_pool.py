@@ -13,7 +13,7 @@ decisions still pending are never used. Each credit so passes to exactly one att
 after its decision.
 
 Why P(any false promotion) <= alpha on every interleaving (online fallback, Tian & Ramdas 2021,
-Stat Methods Med Res 30:2157, after Wiens 2003, Pharm Stat 2:211): take the earliest-planned
+Stat Methods Med Res 30(4):976-993, after Wiens 2003, Pharm Stat 2:211): take the earliest-planned
 null trial that is falsely promoted. When it was planned, no false promotion had been recorded
 (an earlier-recorded false promotion would be of a trial planned earlier still). A credit travels
 only through true promotions and unspent attempts, each credit to one later planning, so each

@@ -7,7 +7,7 @@ confirmation (`gate.multiplicity`).
   weight alpha * w_t, w_t = (1 / t) / H_T (H_T = 1 + 1/2 + ... + 1/T; positive, front-loaded, summing
   to 1 over T attempts; 1/t decays like 1/(t ln T), not exponentially, so late trials stay
   reachable), and passes its level on (online fallback, Tian & Ramdas 2021, Stat Methods Med Res
-  30:2157, after Wiens 2003): alpha_t = alpha * w_t + alpha_{t-1} when attempt t-1 promoted (or
+  30(4):976-993, after Wiens 2003): alpha_t = alpha * w_t + alpha_{t-1} when attempt t-1 promoted (or
   spent nothing: it was decided without jobs), else alpha * w_t. Valid under adaptivity: the levels
   depend only on the past, each trial's p-value is valid conditionally on the past, and on every
   path each weight w_j feeds the level of at most one attempt whose candidate is not better, so
