@@ -134,6 +134,7 @@ class RunState:
     """Everything `ratchet status` and a resume need, folded from the events.
 
     `baseline_mean`: the baseline's raw mean as the preflight measured it (None: no preflight value).
+    `baseline_guardrails`: each guardrail's mean over the preflight's jobs, by name (empty without).
     `champion_mean` / `champion_bound`: the champion's raw mean (a pass rate for examples) and its
     guarding confidence bound as last measured: by the preflight, then by each trial's champion side,
     then by the promoted candidate's own measurement (None: never measured; the bound needs 2 units).
@@ -153,6 +154,7 @@ class RunState:
     baseline_mean: float | None = None
     champion_mean: float | None = None
     champion_bound: float | None = None
+    baseline_guardrails: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     promotions: int = 0
     attempts: tuple[AttemptState, ...] = ()
     holdout: Judgment | None = None
@@ -224,6 +226,7 @@ class Folder:
         self.champion = Champion(None, None)
         self.baseline_mean: float | None = None
         self.champion_mean: float | None = None
+        self.preflight_guardrails: dict[str, list] = {}  # name -> [sum, jobs] of the preflight's guardrail values
         self.champion_bound: float | None = None
         self.preflight = [0.0, 0]  # sum of values, units: the baseline's preflight mean
         self.promotions = 0
@@ -364,6 +367,9 @@ class Folder:
         self.running.pop(job_id, None)
         self.finished[job_id] = d
         if d.stage == "preflight" and d.value is not None and d.state == "ok":
+            for name, value in (d.guardrails or {}).items():  # UNSET and None are falsy
+                sums = self.preflight_guardrails.setdefault(name, [0.0, 0])
+                sums[0], sums[1] = sums[0] + float(value), sums[1] + 1
             self.preflight[0] += float(d.value)
             self.preflight[1] += d.units_charged or 1
             self.champion_mean = self.baseline_mean = self.preflight[0] / self.preflight[1]
@@ -467,6 +473,7 @@ class Folder:
             baseline_mean=self.baseline_mean,
             champion_mean=self.champion_mean,
             champion_bound=self.champion_bound,
+            baseline_guardrails=MappingProxyType({k: v[0] / v[1] for k, v in self.preflight_guardrails.items()}),
             promotions=self.promotions,
             attempts=self._attempt_states(),
             holdout=self.holdout,
