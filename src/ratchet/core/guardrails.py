@@ -172,7 +172,8 @@ def walk_guarded(p_values: np.ndarray, estimates: np.ndarray, margin: float, thr
         passed |= ok_g[:, :, k]
         failing = ~passed & bad_g[:, :, k]
         hit = open_ & failing.any(axis=1)
-        which[hit] = np.argmax(failing, axis=1)[hit]
+        if hit.any():
+            which[hit] = np.argmax(failing, axis=1)[hit]
         stop(hit, GUARDRAIL, k)
         stop(open_ & primary & passed.all(axis=1), 1, k)
         if k < total - 1:
@@ -180,18 +181,20 @@ def walk_guarded(p_values: np.ndarray, estimates: np.ndarray, margin: float, thr
         else:
             stop(open_ & ~primary, 3, k)
             rest = open_.copy()
-            which[rest] = np.argmax(~passed, axis=1)[rest]
+            if rest.any():
+                which[rest] = np.argmax(~passed, axis=1)[rest]
             stop(rest, GUARDRAIL, k)
     return look, outcome, which
 
 
 @dataclass(frozen=True)
 class GuardrailLooks:
-    """Every guardrail's test at every look seen (`guardrail_looks`).
+    """Every guardrail's test at every look seen, for a batch of trials (`guardrail_looks`).
 
-    d: direction-normalised paired changes (guardrails, n); p: non-inferiority p-values (guardrails,
-    seen); thresholds: each guardrail's look thresholds (guardrails, looks); shown, broken: bool
-    (guardrails, seen), as `walk_guarded` takes them; tests: each guardrail's LookTest.
+    d: direction-normalised paired changes (trials, guardrails, n); p: non-inferiority p-values
+    (trials, guardrails, seen); thresholds: each guardrail's look thresholds (guardrails, looks);
+    shown, broken: bool (trials, guardrails, seen), as `walk_guarded` takes them; tests: each
+    guardrail's LookTest.
     """
 
     d: np.ndarray
@@ -226,27 +229,47 @@ def guardrail_test(g: Guardrail, test: str, level: float, horizon: int, seed: in
     return LookTest("continuous", chosen, max(level, 1e-300), horizon, seed, None, rules, None)  # type: ignore[arg-type]
 
 
+def _upper(x: np.ndarray, base: np.ndarray, g: Guardrail) -> np.ndarray:
+    """Upper end of each row's two-sided BROKEN_CONFIDENCE interval of the mean change x (trials, n):
+    Student t for metrics (Student 1908), Newcombe's for pass rates (`base`: the champion's raw
+    scores, to split ties into both-pass and both-fail)."""
+    from ratchet.core.stats.paired import _t_quantile, newcombe_interval
+
+    n = x.shape[1]
+    if g.kind == "continuous":
+        if n < 2:
+            return np.full(x.shape[0], np.inf)
+        half = _t_quantile(0.5 + BROKEN_CONFIDENCE / 2.0, n - 1) * x.std(axis=1, ddof=1) / math.sqrt(n)
+        return x.mean(axis=1) + half
+    passes = base if g.direction == "max" else 1.0 - base
+    out = np.empty(x.shape[0])
+    for r in range(x.shape[0]):
+        n11, n00 = int(((x[r] == 0) & (passes[r] == 1)).sum()), int(((x[r] == 0) & (passes[r] == 0)).sum())
+        out[r] = newcombe_interval(n11, int((x[r] > 0).sum()), int((x[r] < 0).sum()), n00, BROKEN_CONFIDENCE)[1]
+    return out
+
+
 def guardrail_looks(champ: np.ndarray, cand: np.ndarray, guardrails: tuple[Guardrail, ...],
                     looks: tuple[int, ...], seen: int, level: float, test: str, spending: str, rules: int,
                     seed: int) -> GuardrailLooks:
-    """Each guardrail's non-inferiority test at each of the first `seen` looks.
+    """Each guardrail's non-inferiority test at each of the first `seen` looks, for a batch of trials.
 
-    champ, cand: raw guardrail scores (guardrails, n) with n >= looks[seen - 1]; level, test,
-    spending, rules: the trial's (so each guardrail spends the trial's level across the same looks);
-    seed: the trial's gate seed (each guardrail draws its Monte Carlo flips from seed + 1 + index).
-    Broken: the BROKEN_CONFIDENCE interval's upper end < -allowance, or the guardrail's harmful-tail
-    guard on d + allowance (a loss far beyond the allowance on one unit).
+    champ, cand: raw guardrail scores (trials, guardrails, n) with n >= looks[seen - 1] (one trial:
+    (1, guardrails, n)); level, test, spending, rules: the trial's (so each guardrail spends the
+    trial's level across the same looks); seed: the trial's gate seed (guardrail i draws its Monte
+    Carlo flips from seed + 1 + i). Broken: the BROKEN_CONFIDENCE interval's upper end < -allowance,
+    or the guardrail's harmful-tail guard on d + allowance (one unit's loss far beyond the allowance).
     """
-    from ratchet.core.stats.paired import mean_diff_interval, newcombe_interval
     from ratchet.core.stats.sequential import boundaries
 
-    count = len(guardrails)
-    d = np.stack([_normalised(champ[i], cand[i], g) for i, g in enumerate(guardrails)]) if count else \
-        np.zeros((0, len(champ[0]) if len(champ) else 0))
-    p = np.ones((count, seen))
+    champ, cand = np.asarray(champ, dtype=float), np.asarray(cand, dtype=float)
+    trials, count = champ.shape[0], len(guardrails)
+    d = np.stack([_normalised(champ[:, i], cand[:, i], g) for i, g in enumerate(guardrails)], axis=1) if count \
+        else np.zeros(champ.shape)
+    p = np.ones((trials, count, seen))
     marks = np.zeros((count, len(looks)))
-    shown = np.zeros((count, seen), dtype=bool)
-    broken = np.zeros((count, seen), dtype=bool)
+    shown = np.zeros((trials, count, seen), dtype=bool)
+    broken = np.zeros((trials, count, seen), dtype=bool)
     tests = []
     for i, g in enumerate(guardrails):
         t = guardrail_test(g, test, level, looks[-1], seed + 1 + i, rules)
@@ -255,43 +278,61 @@ def guardrail_looks(champ: np.ndarray, cand: np.ndarray, guardrails: tuple[Guard
         marks[i] = [m.increment for m in boundaries(level, looks, "continuous", -g.allowance, spending,  # type: ignore[arg-type]
                                                     min_p)]
         for k in range(seen):
-            x, threshold = d[i, : looks[k]], marks[i, k]
-            p[i, k] = float(t.p_value(x, -g.allowance, threshold if threshold > 0 else None))
-            shown[i, k] = threshold > 0 and p[i, k] <= threshold
-            if g.kind == "binary":
-                base = champ[i, : looks[k]] if g.direction == "max" else 1.0 - champ[i, : looks[k]]
-                n11, n00 = int(((x == 0) & (base == 1)).sum()), int(((x == 0) & (base == 0)).sum())
-                up = newcombe_interval(n11, int((x > 0).sum()), int((x < 0).sum()), n00, BROKEN_CONFIDENCE)[1]
-            else:
-                up = float(mean_diff_interval(x, BROKEN_CONFIDENCE)[1])
-            broken[i, k] = up < -g.allowance or bool(t.guard(x + g.allowance))
+            x, threshold = d[:, i, : looks[k]], float(marks[i, k])
+            p[:, i, k] = np.asarray(t.p_value(x, -g.allowance, threshold if threshold > 0 else None))
+            shown[:, i, k] = (threshold > 0) & (p[:, i, k] <= threshold)
+            broken[:, i, k] = (_upper(x, champ[:, i, : looks[k]], g) < -g.allowance) | np.asarray(
+                t.guard(x + g.allowance), dtype=bool)
     return GuardrailLooks(d, p, marks, shown, broken, tuple(tests))
+
+
+def decide_batch(d: np.ndarray, champ: np.ndarray, cand: np.ndarray, settings) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+    """`gate.decide`'s look walk with guardrails for many trials at once (the simulations' twin; a
+    test checks the two agree): d: the primary's direction-normalised paired differences (trials, n),
+    n = looks[-1]; champ, cand: raw guardrail scores (trials, guardrails, n); settings: GateSettings.
+    Returns (look, outcome): int arrays (trials,), outcome codes indexing GUARDED_OUTCOMES."""
+    from ratchet.core.gate import look_boundaries, look_test
+
+    test = look_test(settings)
+    marks = look_boundaries(settings, test)
+    looks = settings.looks
+    seen = len(looks)
+    p = np.stack([np.asarray(test.p_value(d[:, : looks[k]], settings.margin, marks[k].increment))
+                  for k in range(seen)], axis=1)
+    est = np.stack([d[:, : looks[k]].mean(axis=1) for k in range(seen)], axis=1)
+    guard = np.stack([np.asarray(test.guard(d[:, : looks[k]]), dtype=bool) for k in range(seen)], axis=1)
+    gl = guardrail_looks(champ, cand, settings.guardrails, looks, seen, settings.level, settings.test,
+                         settings.spending, settings.rules, settings.seed)
+    look, outcome, _ = walk_guarded(p, est, settings.margin, [m.increment for m in marks], guard, gl.shown,
+                                    gl.broken)
+    return look, outcome
 
 
 def guardrail_checks(gl: GuardrailLooks, guardrails: tuple[Guardrail, ...], champ: np.ndarray, cand: np.ndarray,
                      looks: tuple[int, ...], k: int, outcome: str, which: int) -> tuple[GuardrailCheck, ...]:
-    """Each guardrail's GuardrailCheck once the walk stopped at look k with `outcome` (naming guardrail
-    `which` when it is `guardrail`): a shown guardrail reports the bound at the first look that showed it."""
+    """Each guardrail's GuardrailCheck for one trial (row 0 of `gl`; champ, cand: (guardrails, n)) once
+    the walk stopped at look k with `outcome` (naming guardrail `which` when it is `guardrail`): a
+    shown guardrail reports the bound at the first look that showed it."""
     out = []
     n = looks[k]
     for i, g in enumerate(guardrails):
-        first = next((j for j in range(k + 1) if gl.shown[i, j]), None)
+        first = next((j for j in range(k + 1) if gl.shown[0, i, j]), None)
         at = k if first is None else first
-        x = gl.d[i, : looks[at]]
+        x = gl.d[0, i, : looks[at]]
         if first is not None:
             status: GuardrailStatus = "passed"
-        elif outcome == "guardrail" and i == which:
-            status = "broken" if gl.broken[i, k] else "not_shown"
-        elif gl.broken[i, k]:
+        elif gl.broken[0, i, k]:
             status = "broken"
+        elif outcome == "guardrail" and i == which or outcome in ("guardrail", "not_significant") and \
+                k == len(looks) - 1:
+            status = "not_shown"
         else:
-            status = "not_shown" if outcome in ("guardrail", "not_significant") and k == len(looks) - 1 \
-                else "not_judged"
+            status = "not_judged"
         threshold = float(gl.thresholds[i, at])
         bound = gl.tests[i].bound(x, -g.allowance, threshold, first is not None) if threshold > 0 else None
         out.append(GuardrailCheck(
-            g.name, g.allowance, float(gl.d[i, :n].mean()), None if bound is None else float(bound),
-            float(gl.p[i, at]), threshold, n, status, float(np.mean(champ[i, :n])), float(np.mean(cand[i, :n]))))
+            g.name, g.allowance, float(gl.d[0, i, :n].mean()), None if bound is None else float(bound),
+            float(gl.p[0, i, at]), threshold, n, status, float(np.mean(champ[i, :n])), float(np.mean(cand[i, :n]))))
     return tuple(out)
 
 
@@ -305,10 +346,10 @@ def guarded_walk(champ: np.ndarray, cand: np.ndarray, settings, seen: int, p: li
     for i, g in enumerate(settings.guardrails):
         if g.kind == "binary" and not np.isin(np.concatenate([champ[i], cand[i]]), (0.0, 1.0)).all():
             raise RatchetError("gate.bad_score", f"guardrail {g.name!r}: pass/fail scores must be 0 or 1")
-    gl = guardrail_looks(champ, cand, settings.guardrails, settings.looks, seen, settings.level, settings.test,
-                         settings.spending, settings.rules, settings.seed)
+    gl = guardrail_looks(champ[None], cand[None], settings.guardrails, settings.looks, seen, settings.level,
+                         settings.test, settings.spending, settings.rules, settings.seed)
     look, code, which = walk_guarded(np.array([p]), np.array([est]), settings.margin, thresholds,
-                                     np.array([guard]), gl.shown[None], gl.broken[None])
+                                     np.array([guard]), gl.shown, gl.broken)
     k, outcome = int(look[0]), GUARDED_OUTCOMES[int(code[0])]
     return k, outcome, guardrail_checks(gl, settings.guardrails, champ, cand, settings.looks, k, outcome,
                                         int(which[0]))
