@@ -64,7 +64,8 @@ class Judgment:
     """One recorded trial.judged: the gate's verdict on one stage of a trial. `champion_mean` /
     `candidate_mean`: each side's raw mean (metric units, not direction-normalized; a pass rate for
     examples) over the units the stage used; None when judged without jobs. For the holdout the
-    champion side is the baseline and the candidate side the final champion."""
+    champion side is the baseline and the candidate side the final champion. `guardrails`: each
+    guardrail's result as recorded (trial.judged data.guardrails; empty without guardrails)."""
 
     stage: str
     verdict: str | None
@@ -78,6 +79,7 @@ class Judgment:
     attempt: int | None
     champion_mean: float | None = None
     candidate_mean: float | None = None
+    guardrails: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ class AttemptState:
     promoted: bool = False
     unresponsive: bool = False
     revises: int | None = None
+    guardrails: tuple[Mapping[str, Any], ...] = ()
+    """Each guardrail's result in the trial's judgment (trial.judged data.guardrails)."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,7 @@ def _judgment(d: TrialJudged) -> Judgment:
         attempt=d.attempt,
         champion_mean=given(d.champion_mean),
         candidate_mean=given(d.candidate_mean),
+        guardrails=tuple(d.guardrails) if d.guardrails is not UNSET else (),
     )
 
 
@@ -404,6 +409,7 @@ class Folder:
                 level=judgment.level,
                 candidate_mean=judgment.candidate_mean,
                 champion_mean=judgment.champion_mean,
+                guardrails=judgment.guardrails,
             )
 
     def on_champion_promoted(self, d: ChampionPromoted) -> None:
