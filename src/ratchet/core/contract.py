@@ -41,7 +41,8 @@ from ratchet.core.jobenv import env_name_problem
 __all__ = [
     "AGENT_RESERVED_ENV", "AGENT_TEMPLATE_FIELDS", "CONTRACT_FILE", "GLOB_CHARS", "NAME_PATTERN", "AgentSection",
     "BudgetSection", "CampaignSection", "CategoricalParam", "Check", "CommandAgentConfig", "ComputeSection",
-    "Contract", "CustomCheck", "ExactMatchCheck", "FilesAgentConfig", "FloatParam", "GateSection", "GuardrailSection", "IntParam",
+    "Contract", "CustomCheck", "ExactMatchCheck", "FilesAgentConfig", "FloatParam", "GateSection",
+    "GuardrailSection", "IntParam",
     "JsonEqualityCheck", "LlmAgentConfig", "NormalizedMatchCheck", "NumericToleranceCheck", "RegexMatchCheck",
     "SandboxSection", "ScopeSection", "SearchAgentConfig", "SlurmSection", "TargetSection", "check_agent_template",
     "check_scope_path", "env_problem", "parse_duration", "scope_covers",

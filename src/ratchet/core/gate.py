@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate_rules import GATE_RULES
-from ratchet.core.guardrails import GUARDED_OUTCOMES, Guardrail, GuardrailCheck
+from ratchet.core.guardrails import Guardrail, GuardrailCheck
 from ratchet.core.vocab import GateTest, PValueKind, Spending
 
 Verdict = Literal["accepted", "rejected", "inconclusive", "continue"]
@@ -436,7 +436,8 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
         interval, interval_kind = _interval(d[:n], cand[:n], champ[:n], settings.kind)
         label = test.label(looks[at], settings.margin)
     if outcome == "guardrail":
-        verdict, reason, text = "rejected", "guardrail", rejection_text(checks, k, looks, est[k])
+        rejected: tuple[Verdict, Reason, str] = ("rejected", "guardrail", rejection_text(checks, k, looks, est[k]))
+        verdict, reason, text = rejected
         bound = test.bound(d[: looks[at]], settings.margin, threshold, p[at] <= threshold)
     elif outcome == "harmful_tail" and test.uses_floor:
         verdict, reason, text = _floor_text(prefix, d, test.floor, k, looks, est[k])

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from ratchet.core.errors import RatchetError
-from ratchet.core.vocab import Direction, ScoreKind
+from ratchet.core.vocab import Direction, GateTest, ScoreKind, Spending
+
+if TYPE_CHECKING:  # gate imports this module: its types are for annotations only
+    from ratchet.core.gate import GateSettings
+    from ratchet.core.stats.per_look import LookTest
 
 GUARDRAIL = 5
 """The outcome code `walk_guarded` gives a trial rejected on a guardrail (after the codes of
@@ -211,7 +215,7 @@ def _normalised(champ: np.ndarray, cand: np.ndarray, g: Guardrail) -> np.ndarray
     return -d if g.direction == "min" else d
 
 
-def guardrail_test(g: Guardrail, test: str, level: float, horizon: int, seed: int, rules: int):  # noqa: ANN201
+def guardrail_test(g: Guardrail, test: GateTest, level: float, horizon: int, seed: int, rules: int) -> LookTest:
     """The LookTest a guardrail runs (stats.per_look.LookTest).
 
     Continuous: the primary's `test` (`betting`, which needs the primary's range, becomes
@@ -225,8 +229,8 @@ def guardrail_test(g: Guardrail, test: str, level: float, horizon: int, seed: in
 
     if g.kind == "binary":
         return LookTest("continuous", "betting", max(level, 1e-300), horizon, seed, (0.0, 1.0), 1, None)
-    chosen = "guarded_sign_flip" if test == "betting" else test
-    return LookTest("continuous", chosen, max(level, 1e-300), horizon, seed, None, rules, None)  # type: ignore[arg-type]
+    chosen: GateTest = "guarded_sign_flip" if test == "betting" else test
+    return LookTest("continuous", chosen, max(level, 1e-300), horizon, seed, None, rules, None)
 
 
 def _upper(x: np.ndarray, base: np.ndarray, g: Guardrail) -> np.ndarray:
@@ -250,7 +254,7 @@ def _upper(x: np.ndarray, base: np.ndarray, g: Guardrail) -> np.ndarray:
 
 
 def guardrail_looks(champ: np.ndarray, cand: np.ndarray, guardrails: tuple[Guardrail, ...],
-                    looks: tuple[int, ...], seen: int, level: float, test: str, spending: str, rules: int,
+                    looks: tuple[int, ...], seen: int, level: float, test: GateTest, spending: Spending, rules: int,
                     seed: int) -> GuardrailLooks:
     """Each guardrail's non-inferiority test at each of the first `seen` looks, for a batch of trials.
 
@@ -275,8 +279,7 @@ def guardrail_looks(champ: np.ndarray, cand: np.ndarray, guardrails: tuple[Guard
         t = guardrail_test(g, test, level, looks[-1], seed + 1 + i, rules)
         tests.append(t)
         min_p = t.min_p if t.uses_betting else None
-        marks[i] = [m.increment for m in boundaries(level, looks, "continuous", -g.allowance, spending,  # type: ignore[arg-type]
-                                                    min_p)]
+        marks[i] = [m.increment for m in boundaries(level, looks, "continuous", -g.allowance, spending, min_p)]
         for k in range(seen):
             x, threshold = d[:, i, : looks[k]], float(marks[i, k])
             p[:, i, k] = np.asarray(t.p_value(x, -g.allowance, threshold if threshold > 0 else None))
@@ -286,7 +289,8 @@ def guardrail_looks(champ: np.ndarray, cand: np.ndarray, guardrails: tuple[Guard
     return GuardrailLooks(d, p, marks, shown, broken, tuple(tests))
 
 
-def decide_batch(d: np.ndarray, champ: np.ndarray, cand: np.ndarray, settings) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+def decide_batch(d: np.ndarray, champ: np.ndarray, cand: np.ndarray,
+                 settings: GateSettings) -> tuple[np.ndarray, np.ndarray]:
     """`gate.decide`'s look walk with guardrails for many trials at once (the simulations' twin; a
     test checks the two agree): d: the primary's direction-normalised paired differences (trials, n),
     n = looks[-1]; champ, cand: raw guardrail scores (trials, guardrails, n); settings: GateSettings.
@@ -336,7 +340,7 @@ def guardrail_checks(gl: GuardrailLooks, guardrails: tuple[Guardrail, ...], cham
     return tuple(out)
 
 
-def guarded_walk(champ: np.ndarray, cand: np.ndarray, settings, seen: int, p: list[float],  # noqa: ANN001
+def guarded_walk(champ: np.ndarray, cand: np.ndarray, settings: GateSettings, seen: int, p: list[float],
                  est: list[float], guard: list[bool], thresholds: list[float]
                  ) -> tuple[int, str, tuple[GuardrailCheck, ...]]:
     """One trial's look walk with guardrails, as `gate.decide` runs it: (deciding look, outcome name,

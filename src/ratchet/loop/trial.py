@@ -9,6 +9,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ratchet.core.gate import Decision, GateSettings, UnitScore, decide
 from ratchet.core.gate_rules import GATE_RULES
@@ -224,3 +225,16 @@ def guardrails_for(target: Target, baseline: Mapping[str, float] | None) -> tupl
                            allowance_for(g.max_regression, g.max_regression_rel, (baseline or {}).get(g.metric)),
                            target.score_kind)
                  for g in target.guardrail_rules)
+
+
+def baseline_guardrails(finished: Sequence[Any]) -> dict[str, float]:
+    """Each guardrail's mean over the preflight's ok jobs (`audit_view.Finished` records), as the
+    run's state folds it (RunState.baseline_guardrails): what relative allowances were computed from."""
+    sums: dict[str, list[float]] = {}
+    for f in finished:
+        d = f.payload
+        if d.stage == "preflight" and d.state == "ok" and d.value is not None and d.guardrails:
+            for name, value in d.guardrails.items():
+                acc = sums.setdefault(name, [0.0, 0.0])
+                acc[0], acc[1] = acc[0] + float(value), acc[1] + 1
+    return {name: total / count for name, (total, count) in sums.items()}

@@ -16,8 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ratchet.core.payloads import TrialJudged, given
 from ratchet.core.state import RunState
-from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p, means_text
 from ratchet.present.guardrail_text import guardrail_lines
+from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p, means_text
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,9 @@ def attempt_row(a: AttemptState) -> dict[str, Any]:
     """One attempt for status and reports: {attempt, summary, verdict, reason, reason_text,
     estimate, interval, p_value, units, level, champion_mean, candidate_mean, params, promoted,
     confirm, guardrails}; guardrails: each guardrail's {name, allowance, estimate, bound, p_value,
-    threshold, units, status, champion_mean, candidate_mean} (core.guardrails.GuardrailCheck). `estimate` is the paired gain (direction-normalized); `champion_mean` and
-    `candidate_mean` the raw means of each side over the trial's units (None: no jobs ran)."""
+    threshold, units, status, champion_mean, candidate_mean} (core.guardrails.GuardrailCheck).
+    `estimate` is the paired gain (direction-normalized); `champion_mean` and `candidate_mean` the
+    raw means of each side over the trial's units (None: no jobs ran)."""
     verdict, reason = final_verdict(a)
     confirm = None
     if a.confirm is not None:

@@ -221,9 +221,10 @@ class ShellJobs:
         guards = hit.get("guardrails")
         if self.guardrails and not (isinstance(guards, Mapping) and set(self.guardrails) <= set(guards)):
             return None
+        values = {k: float(guards[k]) for k in self.guardrails} if isinstance(guards, Mapping) and self.guardrails \
+            else None
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, "ok", float(hit["value"]),
-                        "cached measurement", float(hit.get("elapsed_s", 0.0)), 0.0, True, 0, 0.0,
-                        {k: float(guards[k]) for k in self.guardrails} if self.guardrails else None)
+                        "cached measurement", float(hit.get("elapsed_s", 0.0)), 0.0, True, 0, 0.0, values)
         return self._outcome(m)
 
     def cache_entry(self, outcome: TaskOutcome) -> dict[str, Any] | None:
