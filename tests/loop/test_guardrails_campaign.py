@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import events, ratchet, use_files_agent
-from repo_fixture import BENCH_PY
+from repo_fixture import BENCH_PY, EXAMPLES_CONTRACT, git, make_examples_repo
 
 GUARDED_BENCH = BENCH_PY.replace(
     'print(json.dumps({"score": -(x - 3.0) ** 2 + noise, "x": x, "seed": seed}))',
@@ -66,3 +66,66 @@ def test_a_fast_but_worse_candidate_is_rejected_on_its_guardrail(make_repo, tmp_
     assert finished and all(set(d["guardrails"]) == {"accuracy"} for d in finished), "every job records it"
     holdout = _judged(log, "holdout")[0]
     assert holdout["guardrails"][0]["name"] == "accuracy"
+
+    code, status, err = ratchet("status", "--dir", str(repo))
+    assert code == 0, err
+    rows = {a["attempt"]: a for a in status["result"]["attempts"]}
+    assert rows[1]["guardrails"][0]["status"] == "broken" and rows[2]["confirm"]["guardrails"]
+    assert status["result"]["holdout"]["guardrails"][0]["name"] == "accuracy"
+    report = Path(out["result"]["report"]).read_text()
+    assert "guardrail accuracy: change" in report and "Guardrails of the holdout" in report
+    code, verified, err = ratchet("verify", out["result"]["run_id"], "--dir", str(repo))
+    assert code == 0, (verified, err)
+
+
+def test_check_prints_the_regression_each_guardrail_lets_through(make_repo, tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", files={"bench.py": GUARDED_BENCH})
+    use_files_agent(repo, {"1-fast": "x = 1.0\n"}, GATE)
+    code, out, err = ratchet("check", str(repo))
+    assert code == 0, err
+    (g,) = out["result"]["detectable"]["guardrails"]
+    assert g["name"] == "accuracy" and g["allowance"] == 0.02 and g["max_sd"] == 0.02 / g["detectable_sd"]
+
+
+EXAMPLES_GUARDED = EXAMPLES_CONTRACT.replace('''[[target.checks]]
+type = "exact_match"
+''', '''[[target.checks]]
+type = "normalized_match"
+name = "content"
+
+[[target.checks]]
+type = "regex_match"
+pattern = "[A-Z0-9 ]+"
+name = "upper"
+''').replace("[budget]", '''[[gate.guardrails]]
+metric = "content"
+max_regression = 0.3
+
+[budget]''')
+
+# Upper-cases every word, but drops the second word of every other example: those now pass `upper` and fail
+# `content` (the baseline, echoing its input, passes `content` everywhere and `upper` nowhere).
+HALF = """import sys
+text = sys.stdin.read().strip()
+number = int(text.split()[0][4:])
+print(text.upper() if number % 2 == 0 else text.split()[0].upper())
+"""
+
+
+def test_an_examples_candidate_that_breaks_a_named_check_is_rejected_on_it(tmp_path: Path):
+    root = make_examples_repo(tmp_path / "r", EXAMPLES_GUARDED)
+    (root / "candidates" / "1-same").rename(root / "candidates" / "0-unused")
+    (root / "candidates" / "0-unused" / "solution.py").write_text(HALF)
+    (root / "candidates" / "0-unused").rename(root / "candidates" / "1-half")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "candidates")
+    code, out, err = ratchet("run", str(root))
+    assert code == 0, err
+    judged = _judged(events(root, out["result"]["run_id"]))
+    assert (judged[1]["verdict"], judged[1]["reason"]) == ("rejected", "guardrail"), judged[1]
+    assert judged[1]["guardrails"][0]["name"] == "content" and judged[1]["guardrails"][0]["estimate"] < -0.3
+    assert (judged[2]["verdict"], judged[2]["reason"]) == ("accepted", "significant_gain"), judged[2]
+    assert judged[2]["guardrails"][0]["status"] == "passed" and judged[2]["guardrails"][0]["estimate"] == 0.0
+    shards = [e["data"] for e in events(root, out["result"]["run_id"])
+              if e["kind"] == "job.finished" and e["data"]["stage"] == "trial" and e["data"]["attempt"] == 1]
+    assert all(set(d["guardrails"]) == {"content"} for d in shards), "each shard records the check's pass rate"
