@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import events, ratchet, use_files_agent
+from helpers import events, ratchet, set_contract, use_files_agent
 from repo_fixture import BENCH_PY, EXAMPLES_CONTRACT, git, make_examples_repo
 
 GUARDED_BENCH = BENCH_PY.replace(
@@ -129,3 +129,50 @@ def test_an_examples_candidate_that_breaks_a_named_check_is_rejected_on_it(tmp_p
     shards = [e["data"] for e in events(root, out["result"]["run_id"])
               if e["kind"] == "job.finished" and e["data"]["stage"] == "trial" and e["data"]["attempt"] == 1]
     assert all(set(d["guardrails"]) == {"content"} for d in shards), "each shard records the check's pass rate"
+
+
+OTHER_BENCH = """import json, os, random, tomllib
+with open("params.toml", "rb") as f:
+    params = tomllib.load(f)
+seed = int(os.environ["OTHER_SEED"])
+print("warming up")
+print(json.dumps({"throughput": 100.0 - 10.0 * float(params.get("y", 0.0)) + random.Random(seed).gauss(0.0, 0.5)}))
+"""
+
+SUITE = """[[target.suite]]
+name = "other_bench"
+command = "python3 other.py"
+metric = "throughput"
+direction = "max"
+seed_env = "OTHER_SEED"
+timeout_s = 60
+max_regression = 2.0
+
+"""
+
+SUITE_GATE = """
+[gate]
+units = [10, 20]
+holdout_units = 10
+confirm = false
+
+[budget]
+max_attempts = 2
+"""
+
+
+def test_a_suite_member_that_breaks_rejects_a_candidate_that_wins_its_own_benchmark(make_repo, tmp_path: Path):
+    repo = make_repo(tmp_path / "repo", files={"bench.py": GUARDED_BENCH, "other.py": OTHER_BENCH})
+    use_files_agent(repo, {"1-breaks-other": "x = 1.0\ny = 1.0\n", "2-spares-other": "x = 1.0\ny = 0.0\n"},
+                    SUITE_GATE)
+    set_contract(repo, replace={"[scope]": SUITE + "[scope]"})
+    code, out, err = ratchet("run", str(repo))
+    assert code == 0, err
+    log = events(repo, out["result"]["run_id"])
+    judged = _judged(log)
+    assert (judged[1]["verdict"], judged[1]["reason"]) == ("rejected", "guardrail"), judged[1]
+    assert judged[1]["guardrails"][0]["name"] == "other_bench" and judged[1]["guardrails"][0]["status"] == "broken"
+    assert "Guardrail other_bench regressed" in judged[1]["reason_text"]
+    assert (judged[2]["verdict"], judged[2]["reason"]) == ("accepted", "significant_gain"), judged[2]
+    jobs = [e["data"] for e in log if e["kind"] == "job.finished" and e["data"]["state"] == "ok"]
+    assert jobs and all(set(d["guardrails"]) == {"other_bench"} for d in jobs), "each job runs the suite member"

@@ -34,7 +34,7 @@ from ratchet.core.contract_base import (
     parse_duration,
     scope_covers,
 )
-from ratchet.core.contract_guardrails import GuardrailSection, guardrail_problems
+from ratchet.core.contract_guardrails import GuardrailSection, SuiteSection, guardrail_problems
 from ratchet.core.contract_llm import LlmAgentConfig
 from ratchet.core.jobenv import env_name_problem
 
@@ -138,7 +138,7 @@ Check = Annotated[
     Field(discriminator="type"),
 ]
 
-_BENCHMARK_KEYS: tuple[str, ...] = ("command", "metric", "metric_range")
+_BENCHMARK_KEYS: tuple[str, ...] = ("command", "metric", "metric_range", "suite")
 _EXAMPLES_KEYS: tuple[str, ...] = ("examples", "solution", "split", "checks")
 
 
@@ -159,6 +159,8 @@ class TargetSection(_Model):
     checks: list[Check] = []
     metric_range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
     """[lo, hi]: every value the metric can take (benchmark); gives gate.max_unit_loss its default hi - lo."""
+    suite: list[SuiteSection] = []
+    """[[target.suite]]: further benchmark commands, each a guardrail (benchmark; docs/gate.md, Suites)."""
 
     @field_validator("metric_range")
     @classmethod
@@ -196,7 +198,7 @@ class TargetSection(_Model):
             required, foreign = _BENCHMARK_KEYS, _EXAMPLES_KEYS
         else:
             required, foreign = ("examples", "solution"), _BENCHMARK_KEYS
-        missing = [k for k in required if k != "metric_range" and getattr(self, k) is None]
+        missing = [k for k in required if k not in ("metric_range", "suite") and getattr(self, k) is None]
         if missing:
             raise ValueError(f"target.kind = {self.kind!r} requires {', '.join('target.' + k for k in missing)}")
         stray = [k for k in foreign if k in given]
@@ -436,7 +438,8 @@ class Contract(_Model):
                         f"scope.allowed entry {a!r} overlaps target.examples {self.target.examples!r}, "
                         "which is always protected"
                     )
-        guardrail_problems(self.target.kind, self.target.metric, self.gate.guardrails,
+        guardrail_problems(self.target.kind, self.target.metric,
+                           [*self.gate.guardrails, *(m.guardrail() for m in self.target.suite)],
                            [c.name for c in self.target.checks])
         llm = self.agent.llm if self.agent.kind == "llm" else None
         unpriced = llm is not None and llm.price.input_usd_per_mtok == llm.price.output_usd_per_mtok == 0

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ratchet.core.contract_base import _Model
+from ratchet.core.contract_base import NAME_PATTERN, _Model, env_problem
 
 
 def guardrail_error(message: str, hint: str, *, code: str) -> PydanticCustomError:
@@ -39,16 +39,54 @@ class GuardrailSection(_Model):
 
     @model_validator(mode="after")
     def _allowance(self) -> GuardrailSection:
-        if self.max_regression == 0 and self.max_regression_rel == 0:
-            raise guardrail_error(
-                f"guardrail {self.metric!r} allows no regression: max_regression and max_regression_rel are both 0. "
-                "A zero allowance demands a significant improvement of the guardrail, and a candidate that leaves "
-                "it unchanged would pass only with probability <= the trial's level",
-                "set max_regression (metric units) or max_regression_rel (share of the baseline's mean) > 0: the "
-                "largest regression you accept",
-                code="contract.guardrail_allowance",
-            )
+        check_allowance(self.metric, self.max_regression, self.max_regression_rel)
         return self
+
+
+def check_allowance(name: str, max_regression: float, max_regression_rel: float) -> None:
+    """Raise `contract.guardrail_allowance` when a guardrail allows no regression (both keys 0)."""
+    if max_regression == 0 and max_regression_rel == 0:
+        raise guardrail_error(
+            f"guardrail {name!r} allows no regression: max_regression and max_regression_rel are both 0. "
+            "A zero allowance demands a significant improvement of the guardrail, and a candidate that leaves "
+            "it unchanged would pass only with probability <= the trial's level",
+            "set max_regression (metric units) or max_regression_rel (share of the baseline's mean) > 0: the "
+            "largest regression you accept",
+            code="contract.guardrail_allowance",
+        )
+
+
+class SuiteSection(_Model):
+    """[[target.suite]]: a further benchmark command run on the same units as the primary, in the same
+    job; its metric is a guardrail named `name` (docs/gate.md, Suites). The allowance keys are a
+    guardrail's."""
+
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    command: Annotated[str, Field(min_length=1)]
+    metric: Annotated[str, Field(min_length=1)]
+    direction: Literal["max", "min"] = "max"
+    seed_env: str = "RATCHET_SEED"
+    timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    max_regression: Annotated[float, Field(ge=0)] = 0.0
+    max_regression_rel: Annotated[float, Field(ge=0)] = 0.0
+
+    @field_validator("seed_env")
+    @classmethod
+    def _seed_env(cls, value: str) -> str:
+        problem = env_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _allowance(self) -> SuiteSection:
+        check_allowance(self.name, self.max_regression, self.max_regression_rel)
+        return self
+
+    def guardrail(self) -> GuardrailSection:
+        """This member as the guardrail the gate tests (named by `name`)."""
+        return GuardrailSection(metric=self.name, direction=self.direction, max_regression=self.max_regression,
+                                max_regression_rel=self.max_regression_rel)
 
 
 def guardrail_problems(kind: str, metric: str | None, guardrails: Sequence[GuardrailSection],

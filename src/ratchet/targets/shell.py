@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from ratchet.core.plan import PlannedJob
 from ratchet.core.vocab import MeasurementState
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.metric import MetricReading, parse_metric
+from ratchet.targets.suite import SuiteMember, split_suite, suite_command
 
 STDERR_LINE_CHARS = 200
 """Characters of each stderr line quoted in a failed job's reason."""
@@ -50,6 +51,23 @@ def read_guardrails(stdout: str, keys: Sequence[str]) -> tuple[dict[str, float] 
             return None, reading
         values[key] = reading.value
     return values, None
+
+
+def read_suite(pieces: tuple[list[str], list[int | None]], suite: Sequence[SuiteMember],
+               guards: dict[str, float]) -> tuple[dict[str, float] | None, MetricReading | None]:
+    """Each suite member's metric from its piece of the job's stdout (targets.suite.split_suite), added
+    to `guards` under the member's name: (guards, None), or (None, why) for the first member that
+    exited non-zero or printed no finite metric (a failed measurement, never a pass)."""
+    outputs, status = pieces
+    for i, m in enumerate(suite, start=1):
+        if status[i] != 0:
+            ended = "did not finish" if status[i] is None else f"exited {status[i]}"
+            return None, MetricReading("no_metric", None, f"{m.name!r}: suite member `{m.command}` {ended}")
+        reading = parse_metric(outputs[i], m.metric)
+        if reading.state != "ok" or reading.value is None:
+            return None, MetricReading(reading.state, None, f"{m.name!r}: suite member: {reading.reason}")
+        guards[m.name] = reading.value
+    return guards, None
 
 
 @dataclass(frozen=True)
@@ -103,7 +121,9 @@ class ShellJobs:
     artifacts: job_id -> the files the executor collects from that job's checkout when it ends.
     groups: job_id -> (group, cap): at most `cap` jobs of that group run at once
     (`JobSpec.group_max_parallel`; an agent's launch with `--concurrency`). guardrails: further keys
-    read from the metric's JSON line ([[gate.guardrails]]); each must be there and finite.
+    read from the metric's JSON line ([[gate.guardrails]]); each must be there and finite. suite:
+    further commands run after the primary in the same job ([[target.suite]], targets.suite), each
+    member's metric read as the guardrail of its name.
     """
 
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
@@ -111,9 +131,11 @@ class ShellJobs:
                  commands: Mapping[str, tuple[str, float]] | None = None,
                  envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None,
                  artifacts: Mapping[str, ArtifactSpec] | None = None,
-                 groups: Mapping[str, tuple[str, int]] | None = None, guardrails: Sequence[str] = ()):
+                 groups: Mapping[str, tuple[str, int]] | None = None, guardrails: Sequence[str] = (),
+                 suite: Sequence[SuiteMember] = ()):
         self.command = command
         self.guardrails = tuple(guardrails)
+        self.suite = tuple(suite)
         self.metric = metric
         self.seed_env = seed_env
         self.timeout_s = timeout_s
@@ -145,6 +167,11 @@ class ShellJobs:
         job = task.jobs[0]
         command, timeout_s = self._command(job)
         command = checkout_command(command, checkout, self.sandbox.project_file)
+        if self.suite and job.job_id not in self.commands:  # an agent's own experiment runs its command alone
+            members = [replace(m, command=checkout_command(m.command, checkout, self.sandbox.project_file))
+                       for m in self.suite]
+            command = suite_command(command, self.seed_env, members)
+            timeout_s += sum(m.timeout_s for m in self.suite)
         group, cap = self.groups.get(job.job_id, (None, None))
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
@@ -163,9 +190,13 @@ class ShellJobs:
             capped = result.stdout_truncated or result.stdout_path is None
             stdout = result.stdout_tail if capped or result.stdout_path is None else \
                 result.stdout_path.read_text("utf-8", errors="replace")
-            reading = parse_metric(stdout, self.metric, result.stderr_tail)
+            pieces = split_suite(stdout, len(self.suite)) if self.suite else None
+            primary = pieces[0][0] if pieces else stdout
+            reading = parse_metric(primary, self.metric, result.stderr_tail)
             state, value, reason = reading.state, reading.value, reading.reason
-            guards, failure = read_guardrails(stdout, self.guardrails) if state == "ok" else (None, None)
+            guards, failure = read_guardrails(primary, self.guardrails) if state == "ok" else (None, None)
+            if failure is None and pieces is not None and state == "ok":
+                guards, failure = read_suite(pieces, self.suite, guards or {})
             if failure is not None:
                 state, value, reason = failure.state, None, f"guardrail {failure.reason}"
         elif result.state != "ok" and result.stderr_tail.strip():
@@ -210,7 +241,8 @@ class ShellJobs:
             tree=job.tree, command=self.command, seed=job.seed, seed_env=self.seed_env,
             env_set_by_ratchet=self._env(job), sandbox_mode=self.sandbox.mode, network=self.sandbox.network,
             timeout_s=self.timeout_s, resources=self.resources, kind=self.kind,
-            metric=",".join([self.metric or "", *self.guardrails]),
+            metric=",".join([self.metric or "", *self.guardrails,
+                             *(f"{m.name}={m.metric}@{m.seed_env}:{m.command}" for m in self.suite)]),
         )
 
     def from_cache(self, task: Task, hit: Mapping[str, Any]) -> TaskOutcome | None:
