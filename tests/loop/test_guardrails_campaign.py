@@ -176,3 +176,26 @@ def test_a_suite_member_that_breaks_rejects_a_candidate_that_wins_its_own_benchm
     assert (judged[2]["verdict"], judged[2]["reason"]) == ("accepted", "significant_gain"), judged[2]
     jobs = [e["data"] for e in log if e["kind"] == "job.finished" and e["data"]["state"] == "ok"]
     assert jobs and all(set(d["guardrails"]) == {"other_bench"} for d in jobs), "each job runs the suite member"
+
+
+def test_a_resumed_run_reuses_the_recorded_guardrail_values(make_repo, tmp_path: Path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    repo = make_repo(tmp_path / "repo", files={"bench.py": GUARDED_BENCH})
+    use_files_agent(repo, {"1-fast-as-good": "x = 1.0\n"}, GATE.replace("max_attempts = 3", "max_attempts = 1"))
+    crashed = subprocess.run([sys.executable, "-m", "ratchet", "run", str(repo), "--json"], capture_output=True,
+                             env={**os.environ, "RATCHET_TEST_CRASH_AT": "after:job.finished:12"}, timeout=300)
+    assert crashed.returncode == -signal.SIGKILL
+    run_id = next((repo / ".ratchet" / "runs").iterdir()).name
+    code, out, err = ratchet("run", str(repo), "--resume", run_id)
+    assert code == 0, err
+    log = events(repo, run_id)
+    judged = _judged(log)
+    assert (judged[1]["verdict"], judged[1]["guardrails"][0]["status"]) == ("accepted", "passed"), judged[1]
+    ids = [e["data"]["job_id"] for e in log if e["kind"] == "job.finished"]
+    assert len(ids) == len(set(ids)), "a resume measures no finished job again"
+    code, verified, err = ratchet("verify", run_id, "--dir", str(repo))
+    assert code == 0, (verified, err)
