@@ -74,6 +74,9 @@ def test_a_fast_but_worse_candidate_is_rejected_on_its_guardrail(make_repo, tmp_
     assert status["result"]["holdout"]["guardrails"][0]["name"] == "accuracy"
     report = Path(out["result"]["report"]).read_text()
     assert "guardrail accuracy: change" in report and "Guardrails of the holdout" in report
+    code, html, err = ratchet("report", out["result"]["run_id"], "--dir", str(repo), "--html")
+    assert code == 0, err
+    assert "guardrail accuracy: change" in Path(html["result"]["report"]).read_text()
     code, verified, err = ratchet("verify", out["result"]["run_id"], "--dir", str(repo))
     assert code == 0, (verified, err)
 
