@@ -16,22 +16,61 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
 from ratchet.core.errors import RatchetError
+from ratchet.core.stats.sequential import ACCEPTED, FUTILITY, HARMFUL_TAIL, NOT_SIGNIFICANT, OUTCOMES
 from ratchet.core.vocab import Direction, GateTest, ScoreKind, Spending
 
-if TYPE_CHECKING:  # gate imports this module: its types are for annotations only
-    from ratchet.core.gate import GateSettings
+if TYPE_CHECKING:
     from ratchet.core.stats.per_look import LookTest
 
-GUARDRAIL = 5
+
+class WalkSettings(Protocol):
+    """What the walks read of `gate.GateSettings` (gate imports this module, so it is named here by
+    its shape)."""
+
+    @property
+    def looks(self) -> tuple[int, ...]: ...
+
+    @property
+    def level(self) -> float: ...
+
+    @property
+    def margin(self) -> float: ...
+
+    @property
+    def kind(self) -> ScoreKind: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def test(self) -> GateTest: ...
+
+    @property
+    def metric_range(self) -> tuple[float, float] | None: ...
+
+    @property
+    def spending(self) -> Spending: ...
+
+    @property
+    def rules(self) -> int: ...
+
+    @property
+    def max_unit_loss(self) -> float | None: ...
+
+    @property
+    def guardrails(self) -> tuple[Guardrail, ...]: ...
+
+
+GUARDRAIL = len(OUTCOMES)
 """The outcome code `walk_guarded` gives a trial rejected on a guardrail (after the codes of
 `stats.sequential.OUTCOMES`)."""
 
-GUARDED_OUTCOMES = ("continue", "accepted", "futility", "not_significant", "harmful_tail", "guardrail")
+GUARDED_OUTCOMES = (*OUTCOMES, "guardrail")
 """Outcome names of `walk_guarded`, by code: `stats.sequential.OUTCOMES` plus `guardrail`."""
 
 BROKEN_CONFIDENCE = 0.95
@@ -171,7 +210,7 @@ def walk_guarded(p_values: np.ndarray, estimates: np.ndarray, margin: float, thr
         open_[mask] = False
 
     for k in range(seen):
-        stop(open_ & tail[:, k], 4, k)
+        stop(open_ & tail[:, k], HARMFUL_TAIL, k)
         primary |= p[:, k] <= thresholds[k]
         passed |= ok_g[:, :, k]
         failing = ~passed & bad_g[:, :, k]
@@ -179,11 +218,11 @@ def walk_guarded(p_values: np.ndarray, estimates: np.ndarray, margin: float, thr
         if hit.any():
             which[hit] = np.argmax(failing, axis=1)[hit]
         stop(hit, GUARDRAIL, k)
-        stop(open_ & primary & passed.all(axis=1), 1, k)
+        stop(open_ & primary & passed.all(axis=1), ACCEPTED, k)
         if k < total - 1:
-            stop(open_ & ~primary & (est[:, k] <= margin), 2, k)
+            stop(open_ & ~primary & (est[:, k] <= margin), FUTILITY, k)
         else:
-            stop(open_ & ~primary, 3, k)
+            stop(open_ & ~primary, NOT_SIGNIFICANT, k)
             rest = open_.copy()
             if rest.any():
                 which[rest] = np.argmax(~passed, axis=1)[rest]
@@ -290,15 +329,19 @@ def guardrail_looks(champ: np.ndarray, cand: np.ndarray, guardrails: tuple[Guard
 
 
 def decide_batch(d: np.ndarray, champ: np.ndarray, cand: np.ndarray,
-                 settings: GateSettings) -> tuple[np.ndarray, np.ndarray]:
+                 settings: WalkSettings) -> tuple[np.ndarray, np.ndarray]:
     """`gate.decide`'s look walk with guardrails for many trials at once (the simulations' twin; a
     test checks the two agree): d: the primary's direction-normalised paired differences (trials, n),
-    n = looks[-1]; champ, cand: raw guardrail scores (trials, guardrails, n); settings: GateSettings.
+    n = looks[-1]; champ, cand: raw guardrail scores (trials, guardrails, n); settings: WalkSettings.
     Returns (look, outcome): int arrays (trials,), outcome codes indexing GUARDED_OUTCOMES."""
-    from ratchet.core.gate import look_boundaries, look_test
+    from ratchet.core.stats.per_look import LookTest
+    from ratchet.core.stats.sequential import boundaries
 
-    test = look_test(settings)
-    marks = look_boundaries(settings, test)
+    # the primary's test and thresholds, as gate.look_test / gate.look_boundaries build them
+    test = LookTest(settings.kind, settings.test, max(settings.level, 1e-300), settings.looks[-1], settings.seed,
+                    settings.metric_range, settings.rules, settings.max_unit_loss)
+    marks = boundaries(settings.level, settings.looks, settings.kind, settings.margin, settings.spending,
+                       test.min_p if test.uses_betting else None)
     looks = settings.looks
     seen = len(looks)
     p = np.stack([np.asarray(test.p_value(d[:, : looks[k]], settings.margin, marks[k].increment))
@@ -340,12 +383,12 @@ def guardrail_checks(gl: GuardrailLooks, guardrails: tuple[Guardrail, ...], cham
     return tuple(out)
 
 
-def guarded_walk(champ: np.ndarray, cand: np.ndarray, settings: GateSettings, seen: int, p: list[float],
+def guarded_walk(champ: np.ndarray, cand: np.ndarray, settings: WalkSettings, seen: int, p: list[float],
                  est: list[float], guard: list[bool], thresholds: list[float]
                  ) -> tuple[int, str, tuple[GuardrailCheck, ...]]:
     """One trial's look walk with guardrails, as `gate.decide` runs it: (deciding look, outcome name,
     each guardrail's check). champ, cand: raw guardrail scores (guardrails, units); settings: the
-    trial's GateSettings; p, est, guard, thresholds: the primary's per look (as `walk_guarded`).
+    trial's WalkSettings; p, est, guard, thresholds: the primary's per look (as `walk_guarded`).
     Raises RatchetError `gate.bad_score` when a pass/fail guardrail holds a score other than 0 or 1."""
     for i, g in enumerate(settings.guardrails):
         if g.kind == "binary" and not np.isin(np.concatenate([champ[i], cand[i]]), (0.0, 1.0)).all():
