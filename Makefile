@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-countries demo-agent test bench lint aider clean slurm-up slurm-down slurm-status
+.PHONY: demo demo-countries demo-fast-or-right demo-agent test bench lint aider clean slurm-up slurm-down slurm-status
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ demo: $(VENV)/.installed
 
 demo-countries: $(VENV)/.installed
 	$(BIN)/python examples/demo.py countries
+
+demo-fast-or-right: $(VENV)/.installed
+	$(BIN)/python examples/demo.py fast_or_right
 
 demo-agent: $(VENV)/.installed
 	$(BIN)/python examples/demo.py agent

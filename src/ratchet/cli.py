@@ -125,6 +125,7 @@ def run(
 def _render_run(r: dict[str, Any]) -> None:
     from rich.markup import escape
 
+    from ratchet.present.guardrail_text import guardrail_lines
     from ratchet.present.render import fmt_interval, fmt_num, fmt_p, means_text, params_text
 
     out().print(f"run [bold]{r['run_id']}[/] stopped: [bold]{r['stop_reason']}[/]"
@@ -135,6 +136,8 @@ def _render_run(r: dict[str, Any]) -> None:
         out().print(f"holdout (final champion vs baseline, {h['units']} units never used for selection): "
                   f"gain [bold]{fmt_num(h['estimate'])}[/] {fmt_interval(h['interval'])}"
                   + (f" ({means})" if means else "") + f" p {fmt_p(h['p_value'])}")
+        for line in guardrail_lines(h.get("guardrails"), "  "):
+            out().print(line, markup=False)
     else:
         out().print(f"promotions: {r['promotions']} (no holdout: the champion is the baseline)"
                   if not r["promotions"] else f"promotions: {r['promotions']}")

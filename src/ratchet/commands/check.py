@@ -5,7 +5,7 @@ The result is a plain dict (the `--json` result); `render.render_check` shows it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +141,27 @@ def detectable_summary(loaded: LoadedContract, head_tree: str, sandbox_mode: str
     the detectable gains in units of the paired difference's SD (margin 0), what is known without one}."""
     from ratchet.commands.calibrate import effects_for, stored_calibration
 
-    return {"calibration": stored_calibration(loaded, head_tree, sandbox_mode),
-            "in_paired_sd": effects_for(loaded.contract, 1.0, "continuous", 0.0, None)}
+    in_sd = effects_for(loaded.contract, 1.0, "continuous", 0.0, None)
+    return {"calibration": stored_calibration(loaded, head_tree, sandbox_mode), "in_paired_sd": in_sd,
+            "guardrails": guardrail_detectable(loaded.contract, in_sd)}
+
+
+def guardrail_detectable(contract: Contract, in_sd: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per [[gate.guardrails]] entry: {"name", "allowance" (max_regression, metric units; None when only
+    the relative allowance is set: it needs the preflight), "detectable_sd" (D: the change, in paired
+    SDs of the guardrail, that the first trial's last look shows with the stated power), "max_sd"
+    (allowance / D: the guardrail's paired SD up to which an unchanged guardrail is shown within its
+    allowance with that power; None without an absolute allowance)}. The guardrail's test is the
+    primary's shifted by the allowance, so D is the primary's detectable gain at margin 0."""
+    levels = in_sd.get("levels") or []
+    looks = levels[0]["looks"] if levels else []
+    d = looks[-1]["detectable"] if looks else None
+    out = []
+    for g in contract.gate.guardrails:
+        allowance = g.max_regression or None
+        out.append({"name": g.metric, "allowance": allowance, "detectable_sd": d,
+                    "max_sd": allowance / d if allowance and d else None})
+    return out
 
 
 def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import read_log_bytes, scan_events
 from ratchet.ledger.rundir import RunDir
 from ratchet.ledger.signing import SIGNED_KINDS, check_signature, read_public_key
-from ratchet.loop.trial import settings_for
+from ratchet.loop.trial import baseline_guardrails, settings_for
 from ratchet.targets.base import Target
 from ratchet.targets.examples_target import ExamplesTarget
 
@@ -331,7 +331,8 @@ def _verdicts(view: RunView, target: Target, plans: list[tuple[Planned, Plan]], 
         level = p.level if isinstance(p.level, int | float) else 0.0
         margin = p.margin if isinstance(p.margin, int | float) else 0.0
         try:
-            settings = settings_for(plan, target, float(level), float(margin), recorded_rules(view.gate))
+            settings = settings_for(plan, target, float(level), float(margin), recorded_rules(view.gate),
+                                    baseline_guardrails(view.finished))
             derived = rederive(plan, target, settings, recorded, judged.seq)
         except Exception as exc:  # a recorded value the gate refuses (a tampered score) is a finding
             out.append(Finding("verify.verdict", judged.seq, f"{p.stage} of attempt {p.attempt}: the recorded "

@@ -91,14 +91,15 @@ def rederive(plan: Plan, target: Target, settings: GateSettings, recorded: Recor
     results: dict[str, UnitResult] = {}
     retried: dict[int, UnitResult] = {}
     decision: Decision | None = None
+    names = [g.name for g in settings.guardrails]  # guardrail decisions re-derive with the primary's
     for look, upto in enumerate(plan.looks):
         missing = _reuse(target, plan.jobs_for_look(look), recorded, seq, results)
         if missing is not None and decision is not None and not any(
                 recorded.before(t.job_id, seq) for t in target.tasks(plan.jobs_for_look(look))):
-            return _with_means(decision, target, unit_scores(plan, results, retried, plan.looks[look - 1]))
+            return _with_means(decision, target, unit_scores(plan, results, retried, plan.looks[look - 1], names))
         if missing is not None:
             return missing
-        decision = decide(unit_scores(plan, results, retried, upto), settings)
+        decision = decide(unit_scores(plan, results, retried, upto, names), settings)
         if decision.verdict == "continue" and decision.reason == "champion_retry":
             retry = [retry_job(j, 1) for j in plan.jobs if j.variant == "champion" and j.unit in decision.retry_units]
             again: dict[str, UnitResult] = {}
@@ -106,9 +107,9 @@ def rederive(plan: Plan, target: Target, settings: GateSettings, recorded: Recor
             if missing is not None:
                 return missing
             retried.update({j.unit: again[j.job_id] for j in retry})
-            decision = decide(unit_scores(plan, results, retried, upto), settings)
+            decision = decide(unit_scores(plan, results, retried, upto, names), settings)
         if decision.verdict != "continue":
-            return _with_means(decision, target, unit_scores(plan, results, retried, upto))
+            return _with_means(decision, target, unit_scores(plan, results, retried, upto, names))
     raise AssertionError("the gate returned `continue` at the last look")  # decide() never does
 
 

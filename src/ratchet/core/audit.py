@@ -102,6 +102,8 @@ def same(a: Any, b: Any) -> bool:
     """Recorded value `a` equals re-derived `b` (floats within REL_TOL/ABS_TOL, lists item-wise)."""
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):  # a guardrail's result: key-wise
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
         return a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
@@ -207,9 +209,10 @@ def check_settings(p: Planned, level: float, margin: float) -> list[Finding]:
 
 def compare_decision(judged: Judged, derived: Mapping[str, Any]) -> list[Finding]:
     """The recorded trial.judged against the decision re-derived from the per-unit results
-    (`derived`: Decision.to_json() plus champion_mean / candidate_mean, compared where recorded).
+    (`derived`: Decision.to_json() plus champion_mean / candidate_mean, compared where recorded, and
+    each guardrail's result when recorded).
     The recorded reason text must start with the re-derived one (a failure's detail is appended)."""
-    keys = [*DECISION_FIELDS, *(k for k in ("champion_mean", "candidate_mean") if judged.has(k))]
+    keys = [*DECISION_FIELDS, *(k for k in ("champion_mean", "candidate_mean", "guardrails") if judged.has(k))]
     diffs = [f"{key}: recorded {judged.get(key)!r}, re-derived {derived.get(key)!r}"
              for key in keys if key in derived and not same(judged.get(key), derived.get(key))]
     text = judged.get("reason_text")

@@ -34,13 +34,15 @@ from ratchet.core.contract_base import (
     parse_duration,
     scope_covers,
 )
+from ratchet.core.contract_guardrails import GuardrailSection, SuiteSection, guardrail_problems
 from ratchet.core.contract_llm import LlmAgentConfig
 from ratchet.core.jobenv import env_name_problem
 
 __all__ = [
     "AGENT_RESERVED_ENV", "AGENT_TEMPLATE_FIELDS", "CONTRACT_FILE", "GLOB_CHARS", "NAME_PATTERN", "AgentSection",
     "BudgetSection", "CampaignSection", "CategoricalParam", "Check", "CommandAgentConfig", "ComputeSection",
-    "Contract", "CustomCheck", "ExactMatchCheck", "FilesAgentConfig", "FloatParam", "GateSection", "IntParam",
+    "Contract", "CustomCheck", "ExactMatchCheck", "FilesAgentConfig", "FloatParam", "GateSection",
+    "GuardrailSection", "IntParam",
     "JsonEqualityCheck", "LlmAgentConfig", "NormalizedMatchCheck", "NumericToleranceCheck", "RegexMatchCheck",
     "SandboxSection", "ScopeSection", "SearchAgentConfig", "SlurmSection", "TargetSection", "check_agent_template",
     "check_scope_path", "env_problem", "parse_duration", "scope_covers",
@@ -60,14 +62,21 @@ class CampaignSection(_Model):
 # --- [target] and its checks ---------------------------------------------------------------------
 
 
-class ExactMatchCheck(_Model):
+class _CheckBase(_Model):
+    """What every check has: an optional `name` (a check's pass rate is reported under it, so two checks
+    of one type stay apart, and a [[gate.guardrails]] entry may name it)."""
+
+    name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
+
+
+class ExactMatchCheck(_CheckBase):
     """Output equals the expected string exactly (one trailing newline ignored on each side; a
     non-string expected value is a check_error). Semantics: docs/examples-checks.md."""
 
     type: Literal["exact_match"]
 
 
-class NormalizedMatchCheck(_Model):
+class NormalizedMatchCheck(_CheckBase):
     """Output and expected string equal after the enabled normalizations."""
 
     type: Literal["normalized_match"]
@@ -76,14 +85,14 @@ class NormalizedMatchCheck(_Model):
     collapse_whitespace: bool = True
 
 
-class JsonEqualityCheck(_Model):
+class JsonEqualityCheck(_CheckBase):
     """The output parses as JSON and equals the expected JSON value by JSON type (`true` never
     equals `1`; a string expected value is a JSON string, not JSON text)."""
 
     type: Literal["json_equality"]
 
 
-class RegexMatchCheck(_Model):
+class RegexMatchCheck(_CheckBase):
     """The output matches `pattern` (Python `re`, full match unless `fullmatch = false`)."""
 
     type: Literal["regex_match"]
@@ -101,7 +110,7 @@ class RegexMatchCheck(_Model):
         return value
 
 
-class NumericToleranceCheck(_Model):
+class NumericToleranceCheck(_CheckBase):
     """|actual - expected| <= atol + rtol * |expected|: expected a JSON number (or a string holding
     one), the output an ASCII decimal number."""
 
@@ -110,7 +119,7 @@ class NumericToleranceCheck(_Model):
     rtol: Annotated[float, Field(ge=0)] = 0.0
 
 
-class CustomCheck(_Model):
+class CustomCheck(_CheckBase):
     """A script (path relative to the project root) judging one example: JSON on stdin, exit 0 pass,
     1 fail (stderr the reason), anything else an error."""
 
@@ -129,7 +138,7 @@ Check = Annotated[
     Field(discriminator="type"),
 ]
 
-_BENCHMARK_KEYS: tuple[str, ...] = ("command", "metric", "metric_range")
+_BENCHMARK_KEYS: tuple[str, ...] = ("command", "metric", "metric_range", "suite")
 _EXAMPLES_KEYS: tuple[str, ...] = ("examples", "solution", "split", "checks")
 
 
@@ -150,6 +159,8 @@ class TargetSection(_Model):
     checks: list[Check] = []
     metric_range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
     """[lo, hi]: every value the metric can take (benchmark); gives gate.max_unit_loss its default hi - lo."""
+    suite: list[SuiteSection] = []
+    """[[target.suite]]: further benchmark commands, each a guardrail (benchmark; docs/gate.md, Suites)."""
 
     @field_validator("metric_range")
     @classmethod
@@ -187,7 +198,7 @@ class TargetSection(_Model):
             required, foreign = _BENCHMARK_KEYS, _EXAMPLES_KEYS
         else:
             required, foreign = ("examples", "solution"), _BENCHMARK_KEYS
-        missing = [k for k in required if k != "metric_range" and getattr(self, k) is None]
+        missing = [k for k in required if k not in ("metric_range", "suite") and getattr(self, k) is None]
         if missing:
             raise ValueError(f"target.kind = {self.kind!r} requires {', '.join('target.' + k for k in missing)}")
         stray = [k for k in foreign if k in given]
@@ -250,6 +261,9 @@ class GateSection(_Model):
     every d >= -max_unit_loss): the floor of gate.test = "betting" (docs/gate.md). Default: hi - lo
     of target.metric_range when that is set, else unset. A unit below the floor rejects its candidate
     (`below_floor`)."""
+    guardrails: list[GuardrailSection] = []
+    """[[gate.guardrails]]: further metrics a candidate must not regress beyond their allowance
+    (docs/gate.md, Guardrails)."""
 
     @field_validator("units")
     @classmethod
@@ -424,6 +438,9 @@ class Contract(_Model):
                         f"scope.allowed entry {a!r} overlaps target.examples {self.target.examples!r}, "
                         "which is always protected"
                     )
+        guardrail_problems(self.target.kind, self.target.metric,
+                           [*self.gate.guardrails, *(m.guardrail() for m in self.target.suite)],
+                           [c.name for c in self.target.checks])
         llm = self.agent.llm if self.agent.kind == "llm" else None
         unpriced = llm is not None and llm.price.input_usd_per_mtok == llm.price.output_usd_per_mtok == 0
         if unpriced and self.budget.max_usd > 0:

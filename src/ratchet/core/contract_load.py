@@ -97,6 +97,8 @@ def _describe(error: Any, text: str, source: str) -> tuple[str, str, str | None]
     if kind == "missing":
         return "contract.missing_key", f"{where}: {key} is required", "see docs/guide.md or `ratchet init`"
     message = str(error["msg"]).removeprefix("Value error, ")
+    if kind.startswith("contract."):  # a rule with its own code (contract_guardrails.guardrail_error)
+        return kind, f"{where}: {key or 'contract'}: {message}", (error.get("ctx") or {}).get("hint")
     return "contract.invalid", f"{where}: {key or 'contract'}: {message}", None
 
 

@@ -120,8 +120,19 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
                                            "by its absolute path"),
     "contract.agent_template": _bad_input("an agent.command template is empty, badly quoted, or names a placeholder "
                                           "with no value: fix the template"),
+    "contract.check_name_duplicate": _bad_input("two [[target.checks]] share one `name`: give every check its own "
+                                                "name"),
     "contract.changed": _bad_input("ratchet.toml changed since the run started: restore it, or `ratchet abandon` "
                                    "the run and start a new one"),
+    "contract.guardrail_allowance": _bad_input("a [[gate.guardrails]] entry allows no regression (max_regression "
+                                               "and max_regression_rel both 0): a zero allowance demands a "
+                                               "significant improvement of the guardrail; set the largest regression "
+                                               "you accept"),
+    "contract.guardrail_check": _bad_input("an examples target's [[gate.guardrails]] metric names no check: add that "
+                                           "`name` to one of the [[target.checks]]"),
+    "contract.guardrail_duplicate": _bad_input("two [[gate.guardrails]] entries name one metric: keep one"),
+    "contract.guardrail_primary": _bad_input("a [[gate.guardrails]] metric is target.metric itself: a guardrail is a "
+                                             "further key of the same JSON line"),
     "contract.invalid": _bad_input("a contract value has the wrong type, is out of range or contradicts another: the "
                                    "message names the key and its line"),
     "contract.missing": _bad_input("there is no ratchet.toml in the project directory: write one with `ratchet init`"),

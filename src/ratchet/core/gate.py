@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from ratchet.core.errors import RatchetError
 from ratchet.core.gate_rules import GATE_RULES
+from ratchet.core.guardrails import Guardrail, GuardrailCheck
 from ratchet.core.vocab import GateTest, PValueKind, Spending
 
 Verdict = Literal["accepted", "rejected", "inconclusive", "continue"]
@@ -40,6 +41,7 @@ Reason = Literal[
     "not_confirmed",
     "budget",
     "next_look",
+    "guardrail",
 ]
 REASONS: Mapping[str, str] = {
     "significant_gain": "accepted: p-value <= the look's threshold (H0: mean gain <= margin rejected)",
@@ -57,6 +59,7 @@ REASONS: Mapping[str, str] = {
     "not_confirmed": "rejected: accepted by its trial but the confirmation on fresh units did not pass",
     "budget": "inconclusive: the remaining budget cannot cover the trial's worst case",
     "next_look": "continue: this look was not decisive; measure the next look's units and judge again",
+    "guardrail": "rejected: a guardrail regressed beyond its allowance, or its non-inferiority was not shown",
 }
 
 WITHOUT_JOBS: frozenset[str] = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
@@ -79,6 +82,8 @@ class UnitScore:
     unit: the unit's 0-based index in the plan. champion / candidate: the metric (binary kind: 0 or
     1), or None when that side failed (then *_failed is True) or has not run yet. A NaN or infinite
     score counts as a failure of its side. champion_retried: the champion value comes from its retry.
+    champion_guardrails / candidate_guardrails: each guardrail's raw value on this unit, in
+    GateSettings.guardrails order (empty without guardrails; a side's failure covers them too).
     """
 
     unit: int
@@ -87,6 +92,8 @@ class UnitScore:
     champion_failed: bool = False
     candidate_failed: bool = False
     champion_retried: bool = False
+    champion_guardrails: tuple[float, ...] = ()
+    candidate_guardrails: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,8 @@ class GateSettings:
     is spread over the looks (stats.sequential); rules: the gate rules version the verdict is judged
     by (gate_design.GATE_RULES; older runs re-derive with theirs); max_unit_loss: gate.max_unit_loss
     (metric units, > 0), the floor test's floor is -max_unit_loss (default hi - lo of metric_range;
-    `betting` under rules 2 needs one of the two).
+    `betting` under rules 2 needs one of the two). guardrails: further metrics the candidate must
+    not regress beyond their allowance (core.guardrails; docs/gate.md, Guardrails).
     Raises RatchetError `gate.bad_settings` (or PlanError for bad looks) when built with invalid values.
     """
 
@@ -119,6 +127,7 @@ class GateSettings:
     spending: Spending = "linear"
     rules: int = GATE_RULES
     max_unit_loss: float | None = None
+    guardrails: tuple[Guardrail, ...] = ()
 
     def __post_init__(self) -> None:
         from ratchet.core.stats.sequential import validate_looks
@@ -197,7 +206,8 @@ class Decision:
     bound of the mean gain (direction-normalised, metric units) from the same test inverted at the
     deciding look's threshold: accepted iff bound >= margin (None when the test bounds nothing, or
     no look was judged); interval_kind: what `interval` is (descriptive, not the test); test: the
-    test that judged (`guarded_sign_flip`, `sign_flip`, `betting`, or `binary`).
+    test that judged (`guarded_sign_flip`, `sign_flip`, `betting`, or `binary`); guardrails: each
+    guardrail's result (core.guardrails.GuardrailCheck), empty without guardrails.
     """
 
     verdict: Verdict
@@ -215,6 +225,7 @@ class Decision:
     bound: float | None = None
     interval_kind: IntervalKind | None = None
     test: str | None = None
+    guardrails: tuple[GuardrailCheck, ...] = ()
 
     @classmethod
     def without_jobs(cls, reason: Reason, text: str, level: float) -> Decision:
@@ -241,7 +252,7 @@ class Decision:
             "bound": self.bound,
             "interval_kind": self.interval_kind,
             "test": self.test,
-        }
+        } | ({"guardrails": [g.to_json() for g in self.guardrails]} if self.guardrails else {})
 
 
 def _bad(value: float | None) -> bool:
@@ -413,17 +424,44 @@ def decide(scores: Sequence[UnitScore], settings: GateSettings) -> Decision:
     n, threshold = looks[k], marks[k].increment
     interval, interval_kind = _interval(d[:n], cand[:n], champ[:n], settings.kind)
     label = test.label(n, settings.margin)
-    if outcome == "harmful_tail" and test.uses_floor:
+    checks: tuple[GuardrailCheck, ...] = ()
+    at = k  # the look whose p-value and bound the decision reports (with guardrails: the primary's first rejection)
+    if settings.guardrails:
+        from ratchet.core.guardrails import guarded_walk, rejection_text
+
+        k, outcome, checks = guarded_walk(*_guardrail_values(prefix, len(settings.guardrails)), settings, seen,
+                                          p, est, guard, [m.increment for m in marks])
+        at = next((j for j in range(k + 1) if p[j] <= marks[j].increment), k)
+        n, threshold = looks[k], marks[at].increment
+        interval, interval_kind = _interval(d[:n], cand[:n], champ[:n], settings.kind)
+        label = test.label(looks[at], settings.margin)
+    if outcome == "guardrail":
+        rejected: tuple[Verdict, Reason, str] = ("rejected", "guardrail", rejection_text(checks, k, looks, est[k]))
+        verdict, reason, text = rejected
+        bound = test.bound(d[: looks[at]], settings.margin, threshold, p[at] <= threshold)
+    elif outcome == "harmful_tail" and test.uses_floor:
         verdict, reason, text = _floor_text(prefix, d, test.floor, k, looks, est[k])
         bound = None  # the floor test's guarantee (and so its bound) needs every unit above the floor
     else:
-        verdict, reason, text = _look_text(outcome, k, looks, est[k], p[k], threshold, settings.margin, label)
-        bound = test.bound(d[:n], settings.margin, threshold, outcome == "accepted")
+        verdict, reason, text = _look_text(outcome, k, looks, est[k], p[at], threshold, settings.margin, label)
+        bound = test.bound(d[: looks[at]], settings.margin, threshold, outcome == "accepted")
     return Decision(
-        verdict, reason, text, est[k], interval, p[k], n, k, settings.level, (), threshold,
+        verdict, reason, text, est[k], interval, p[at], n, k, settings.level, (), threshold,
         label, bound, interval_kind,
-        "binary" if settings.kind == "binary" else settings.test,
+        "binary" if settings.kind == "binary" else settings.test, checks,
     )
+
+
+def _guardrail_values(prefix: Sequence[UnitScore], count: int) -> tuple[Any, Any]:
+    """(champion, candidate) guardrail scores as arrays (guardrails, units); raises gate.bad_score when
+    a unit lacks a value for a guardrail."""
+    import numpy as np
+
+    if any(len(s.champion_guardrails) != count or len(s.candidate_guardrails) != count for s in prefix):
+        raise RatchetError("gate.bad_score", f"every unit needs a value for each of the {count} guardrail(s)")
+    champ = np.array([[s.champion_guardrails[i] for s in prefix] for i in range(count)], dtype=float)
+    cand = np.array([[s.candidate_guardrails[i] for s in prefix] for i in range(count)], dtype=float)
+    return champ.reshape(count, len(prefix)), cand.reshape(count, len(prefix))
 
 
 def _floor_text(prefix: Sequence[UnitScore], d: Any, floor: float, k: int, looks: tuple[int, ...],

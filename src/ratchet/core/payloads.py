@@ -325,6 +325,9 @@ class JobFinished(Payload, frozen=True, kw_only=True):
     """The tree measured (examples shards)."""
     examples: dict[str, Json] | None | UnsetType = UNSET
     """Per-example results in compact form (examples shards)."""
+    guardrails: dict[str, Number] | None | UnsetType = UNSET
+    """Each guardrail's value by name when state is ok (a benchmark: the key read from the metric's JSON
+    line; an examples shard: the named check's pass rate over the shard); UNSET without guardrails."""
 
 
 class TrialJudged(Payload, frozen=True, kw_only=True):
@@ -360,6 +363,9 @@ class TrialJudged(Payload, frozen=True, kw_only=True):
     before skewness was."""
     splits: dict[str, Json] | None | UnsetType = UNSET
     """Pass rates per split (the examples holdout)."""
+    guardrails: list[dict[str, Json]] | UnsetType = UNSET
+    """Each guardrail's result (core.guardrails.GuardrailCheck.to_json: name, allowance, estimate,
+    bound, p_value, threshold, units, status, champion_mean, candidate_mean); UNSET without guardrails."""
     signature: dict[str, Json] | None | UnsetType = UNSET
     """Set by the kernel's signer (ledger.signing), never by a writer."""
 

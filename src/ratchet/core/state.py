@@ -64,7 +64,8 @@ class Judgment:
     """One recorded trial.judged: the gate's verdict on one stage of a trial. `champion_mean` /
     `candidate_mean`: each side's raw mean (metric units, not direction-normalized; a pass rate for
     examples) over the units the stage used; None when judged without jobs. For the holdout the
-    champion side is the baseline and the candidate side the final champion."""
+    champion side is the baseline and the candidate side the final champion. `guardrails`: each
+    guardrail's result as recorded (trial.judged data.guardrails; empty without guardrails)."""
 
     stage: str
     verdict: str | None
@@ -78,6 +79,7 @@ class Judgment:
     attempt: int | None
     champion_mean: float | None = None
     candidate_mean: float | None = None
+    guardrails: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,8 @@ class AttemptState:
     revises: int | None = None
     planned_seq: int | None = None
     decided_seq: int | None = None
+    guardrails: tuple[Mapping[str, Any], ...] = ()
+    """Each guardrail's result in the trial's judgment (trial.judged data.guardrails)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ class RunState:
     """Everything `ratchet status` and a resume need, folded from the events.
 
     `baseline_mean`: the baseline's raw mean as the preflight measured it (None: no preflight value).
+    `baseline_guardrails`: each guardrail's mean over the preflight's jobs, by name (empty without).
     `champion_mean` / `champion_bound`: the champion's raw mean (a pass rate for examples) and its
     guarding confidence bound as last measured: by the preflight, then by each trial's champion side,
     then by the promoted candidate's own measurement (None: never measured; the bound needs 2 units).
@@ -158,6 +163,7 @@ class RunState:
     baseline_mean: float | None = None
     champion_mean: float | None = None
     champion_bound: float | None = None
+    baseline_guardrails: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     promotions: int = 0
     attempts: tuple[AttemptState, ...] = ()
     holdout: Judgment | None = None
@@ -209,6 +215,7 @@ def _judgment(d: TrialJudged) -> Judgment:
         attempt=d.attempt,
         champion_mean=given(d.champion_mean),
         candidate_mean=given(d.candidate_mean),
+        guardrails=tuple(d.guardrails) if d.guardrails is not UNSET else (),
     )
 
 
@@ -229,6 +236,7 @@ class Folder:
         self.champion = Champion(None, None)
         self.baseline_mean: float | None = None
         self.champion_mean: float | None = None
+        self.preflight_guardrails: dict[str, list] = {}  # name -> [sum, jobs] of the preflight's guardrail values
         self.champion_bound: float | None = None
         self.preflight = [0.0, 0]  # sum of values, units: the baseline's preflight mean
         self.promotions = 0
@@ -377,6 +385,9 @@ class Folder:
         self.running.pop(job_id, None)
         self.finished[job_id] = d
         if d.stage == "preflight" and d.value is not None and d.state == "ok":
+            for name, value in (d.guardrails or {}).items():  # UNSET and None are falsy
+                sums = self.preflight_guardrails.setdefault(name, [0.0, 0])
+                sums[0], sums[1] = sums[0] + float(value), sums[1] + 1
             self.preflight[0] += float(d.value)
             self.preflight[1] += d.units_charged or 1
             self.champion_mean = self.baseline_mean = self.preflight[0] / self.preflight[1]
@@ -413,6 +424,7 @@ class Folder:
                 candidate_mean=judgment.candidate_mean,
                 champion_mean=judgment.champion_mean,
                 **(self.decide(d.attempt) if d.verdict != "accepted" else {}),
+                guardrails=judgment.guardrails,
             )
 
     def on_champion_promoted(self, d: ChampionPromoted) -> None:
@@ -482,6 +494,7 @@ class Folder:
             baseline_mean=self.baseline_mean,
             champion_mean=self.champion_mean,
             champion_bound=self.champion_bound,
+            baseline_guardrails=MappingProxyType({k: v[0] / v[1] for k, v in self.preflight_guardrails.items()}),
             promotions=self.promotions,
             attempts=self._attempt_states(),
             holdout=self.holdout,

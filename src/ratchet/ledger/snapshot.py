@@ -155,6 +155,7 @@ def _status_state(conn: sqlite3.Connection, raw: bytes, last: int) -> RunState |
         baseline=ref,
         champion=champion,
         baseline_mean=means.baseline,
+        baseline_guardrails=MappingProxyType(means.baseline_guards),
         champion_mean=means.champion,
         promotions=counts.get("champion.promoted", 0),
         attempts=_attempts(conn, means),
@@ -169,7 +170,9 @@ class _Means:
     """The raw means fold reads (the index keeps them only in its events table): `baseline` (the
     preflight's mean), `champion` (as last measured: the preflight, each trial's champion side, each
     promotion's mean, in ledger order), `judged` (trial.judged seq -> (champion_mean, candidate_mean))
-    and `trial` (attempt -> the means of its last stage-trial judgment)."""
+    and `trial` (attempt -> the means of its last stage-trial judgment); `guards` (trial.judged seq ->
+    its guardrails), `trial_guards` (attempt -> those of its last stage-trial judgment) and
+    `baseline_guards` (each guardrail's mean over the preflight's ok jobs)."""
 
     def __init__(self, conn: sqlite3.Connection):
         total, units, last_seq = 0.0, 0, -1
@@ -184,6 +187,16 @@ class _Means:
         latest: tuple[int, Any] = (last_seq, self.baseline)
         self.judged: dict[int, tuple[Any, Any]] = {}
         self.trial: dict[Any, tuple[Any, Any]] = {}
+        self.guards: dict[int, tuple[Any, ...]] = {}
+        self.trial_guards: dict[Any, tuple[Any, ...]] = {}
+        sums: dict[str, list[float]] = {}
+        for (data,) in conn.execute("SELECT data FROM events WHERE kind = 'job.finished' ORDER BY seq"):
+            d = json.loads(data)
+            if d.get("stage") == "preflight" and d.get("state") == "ok" and d.get("value") is not None:
+                for name, value in (d.get("guardrails") or {}).items():
+                    acc = sums.setdefault(name, [0.0, 0.0])
+                    acc[0], acc[1] = acc[0] + float(value), acc[1] + 1
+        self.baseline_guards = {name: total / count for name, (total, count) in sums.items()}
         for seq, kind, data in conn.execute(
             "SELECT seq, kind, data FROM events WHERE kind IN ('trial.judged', 'champion.promoted') ORDER BY seq"
         ):
@@ -194,8 +207,10 @@ class _Means:
                 continue
             pair = (d.get("champion_mean"), d.get("candidate_mean"))
             self.judged[seq] = pair
+            self.guards[seq] = tuple(d.get("guardrails") or ())
             if d.get("stage") == "trial":
                 self.trial[d.get("attempt")] = pair
+                self.trial_guards[d.get("attempt")] = self.guards[seq]
                 if pair[0] is not None:
                     latest = (seq, pair[0])
         self.champion: Any = latest[1]
@@ -210,7 +225,7 @@ def _judgment(row: Sequence[Any], means: _Means) -> Judgment:
     stage, verdict, reason, text, estimate, lo, hi, p_value, units, level, attempt, seq = row
     champion_mean, candidate_mean = means.judged.get(seq, (None, None))
     return Judgment(stage, verdict, reason, text, _number(estimate), _pair(lo, hi), _number(p_value),
-                    units, _number(level), attempt, champion_mean, candidate_mean)
+                    units, _number(level), attempt, champion_mean, candidate_mean, means.guards.get(seq, ()))
 
 
 def _last_judgment(conn: sqlite3.Connection, stage: str, means: _Means) -> Judgment | None:
@@ -241,6 +256,7 @@ def _attempts(conn: sqlite3.Connection, means: _Means) -> tuple[AttemptState, ..
             level=_number(level), confirm=confirms.get(attempt), gave_up=gave_up,
             champion_mean=means.trial.get(attempt, (None, None))[0],
             candidate_mean=means.trial.get(attempt, (None, None))[1], promoted=attempt in promoted,
+            guardrails=means.trial_guards.get(attempt, ()),
         ))
     return tuple(out)
 

@@ -463,7 +463,8 @@ def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, marg
     ), "attempt", "stage")
     level = planned.level  # as recorded when the stage was first planned
     margin = margin if planned.margin is UNSET else planned.margin
-    return measure_looks(plan, target, k.runner(target, progress), settings_for(plan, target, level, margin), on_look)
+    settings = settings_for(plan, target, level, margin, baseline_guardrails=k.state().baseline_guardrails)
+    return measure_looks(plan, target, k.runner(target, progress), settings, on_look)
 
 
 def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ratchet.agents.base import Verdict
 from ratchet.core.state import AttemptState, RunState
 from ratchet.loop.history import dev_mean, failed_examples, past_attempts
+from ratchet.present.guardrail_text import guardrail_lines
 
 MAX_FAILED_JOBS_SHOWN = 5
 """Failed jobs whose stderr an author is shown (the first in record order)."""
@@ -69,7 +70,8 @@ def author_verdict(state: RunState, attempt: int, examples: bool, stderr_of: Cal
 
 def _figures(state: RunState, a: AttemptState) -> list[str]:
     """A benchmark attempt's figures, one per line: the reason's text, the estimate with its interval,
-    p-value and units, and the means (the champion's as last measured)."""
+    p-value and units, the means (the champion's as last measured), and each guardrail's change,
+    bound and allowance (present.guardrail_text)."""
     lines = [a.reason_text] if a.reason_text else []
     if a.estimate is not None:
         interval = f", interval [{a.interval[0]:.6g}, {a.interval[1]:.6g}]" if a.interval else ""
@@ -79,8 +81,10 @@ def _figures(state: RunState, a: AttemptState) -> list[str]:
         lines.append(f"candidate mean {a.candidate_mean:.6g}")
     if state.champion_mean is not None:
         lines.append(f"champion mean {state.champion_mean:.6g}")
+    lines += guardrail_lines(a.guardrails)
     if a.confirm is not None:
         lines.append(f"confirmation: {a.confirm.verdict} ({a.confirm.reason})")
+        lines += guardrail_lines(a.confirm.guardrails, "confirmation ")
     return lines
 
 

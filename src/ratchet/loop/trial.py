@@ -5,12 +5,15 @@ walk for every target: units are seeds or examples, scores metrics or passes.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ratchet.core.gate import Decision, GateSettings, UnitScore, decide
 from ratchet.core.gate_rules import GATE_RULES
+from ratchet.core.guardrails import Guardrail, allowance_for
 from ratchet.core.plan import Plan, retry_job
 from ratchet.loop.measure import Runner
 from ratchet.present.progress import LookEnded
@@ -64,17 +67,19 @@ def paired_skewness(scores: list[UnitScore], units: int, settings: GateSettings)
 
 
 def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[int, UnitResult],
-                upto: int) -> list[UnitScore]:
+                upto: int, guardrails: Sequence[str] = ()) -> list[UnitScore]:
     """UnitScores for the plan's first `upto` units from results by planned job id; `retried` holds
-    a champion retry's result by unit (it replaces the first champion result)."""
+    a champion retry's result by unit (it replaces the first champion result). guardrails: the
+    guardrail names whose values each UnitScore carries, in order (a side measured without one of
+    them counts as failed: a missing guardrail is never a pass)."""
     pairs: dict[int, dict[str, UnitResult | None]] = {}
     for job in plan.jobs:
         if job.unit < upto:
             pairs.setdefault(job.unit, {})[job.variant] = results.get(job.job_id)
     scores = []
     for unit in range(upto):
-        champ = retried.get(unit) or pairs[unit].get("champion")
-        cand = pairs[unit].get("candidate")
+        champ = _with_guardrails(retried.get(unit) or pairs[unit].get("champion"), guardrails)
+        cand = _with_guardrails(pairs[unit].get("candidate"), guardrails)
         scores.append(UnitScore(
             unit=unit,
             champion=champ.value if champ is not None and not champ.failed else None,
@@ -82,8 +87,29 @@ def unit_scores(plan: Plan, results: Mapping[str, UnitResult], retried: Mapping[
             champion_failed=champ is not None and champ.failed,
             candidate_failed=cand is not None and cand.failed,
             champion_retried=unit in retried,
+            champion_guardrails=_guardrail_values(champ, guardrails),
+            candidate_guardrails=_guardrail_values(cand, guardrails),
         ))
     return scores
+
+
+def _with_guardrails(r: UnitResult | None, names: Sequence[str]) -> UnitResult | None:
+    """`r`, or `r` turned into a failed measurement when it was measured without a value for one of
+    the guardrails `names` (a missing or non-finite guardrail is never a pass)."""
+    if r is None or r.failed or r.value is None or not names:
+        return r
+    got = r.guardrails or {}
+    missing = [n for n in names if not (isinstance(got.get(n), int | float) and math.isfinite(got[n]))]
+    if not missing:
+        return r
+    return replace(r, value=None, failed=True, state="no_metric", reason=f"no value for guardrail {missing[0]!r}")
+
+
+def _guardrail_values(r: UnitResult | None, names: Sequence[str]) -> tuple[float, ...]:
+    """The guardrails' values of a usable result, in `names` order; () otherwise."""
+    if r is None or r.failed or r.value is None or not names or r.guardrails is None:
+        return ()
+    return tuple(float(r.guardrails[n]) for n in names)
 
 
 def measure_looks(plan: Plan, target: Target, runner: Runner, settings: GateSettings,
@@ -103,23 +129,24 @@ def measure_looks(plan: Plan, target: Target, runner: Runner, settings: GateSett
             skipped = sum(1 for r in measured.values() if r.state == "skipped")
             on_look(LookEnded(plan.attempt, plan.stage, look + 1, len(plan.looks), len(measured) - skipped,
                               len(jobs), skipped, time.monotonic() - started))
-        decision = decide(unit_scores(plan, results, retried, upto), settings)
+        names = [g.name for g in settings.guardrails]
+        decision = decide(unit_scores(plan, results, retried, upto, names), settings)
         if decision.verdict == "continue" and decision.reason == "champion_retry":
             retry = [retry_job(j, 1) for j in plan.jobs if j.variant == "champion" and j.unit in decision.retry_units]
             again = runner.measure_jobs(retry, attempt=plan.attempt, stage=plan.stage)
             retried.update({j.unit: again[j.job_id] for j in retry})
-            decision = decide(unit_scores(plan, results, retried, upto), settings)
+            decision = decide(unit_scores(plan, results, retried, upto, names), settings)
         if decision.verdict != "continue":
-            outcome = _outcome(plan, target, decision, results, retried, upto)
+            outcome = _outcome(plan, target, decision, results, retried, upto, names)
             return replace(outcome, skewness=paired_skewness(list(outcome.scores), decision.units, settings))
     raise AssertionError("the gate returned `continue` at the last look")  # decide() never does
 
 
 def _outcome(plan: Plan, target: Target, decision: Decision, results: Mapping[str, UnitResult],
-             retried: Mapping[int, UnitResult], upto: int) -> TrialOutcome:
+             retried: Mapping[int, UnitResult], upto: int, guardrails: Sequence[str] = ()) -> TrialOutcome:
     decision = _with_failure_detail(decision, plan, results, retried)
     decision = _with_unit_endings(decision, results, "examples" if target.kind == "examples" else "units")
-    scores = unit_scores(plan, results, retried, upto)
+    scores = unit_scores(plan, results, retried, upto, guardrails)
     champ_mean, champ_bound = target.summary([s.champion for s in scores if s.champion is not None])
     cand_mean, cand_bound = target.summary([s.candidate for s in scores if s.candidate is not None])
     used = {**results, **{r.job_id: r for r in retried.values()}}
@@ -180,9 +207,34 @@ def _with_unit_endings(decision: Decision, results: Mapping[str, UnitResult], no
     return replace(decision, reason_text=text)
 
 
-def settings_for(plan: Plan, target: Target, level: float, margin: float, rules: int = GATE_RULES) -> GateSettings:
+def settings_for(plan: Plan, target: Target, level: float, margin: float, rules: int = GATE_RULES,
+                 baseline_guardrails: Mapping[str, float] | None = None) -> GateSettings:
     """The gate's settings for `plan` on `target` at `level` with `margin`, judged by gate `rules`
-    (this build's unless re-deriving an older run)."""
+    (this build's unless re-deriving an older run), with the target's guardrails (their relative
+    allowances from `baseline_guardrails`, the preflight's means by name: RunState.baseline_guardrails)."""
     return GateSettings(looks=plan.looks, level=level, margin=margin, kind=target.score_kind,
                         direction=target.direction, seed=plan.gate_seed, test=target.test,
-                        metric_range=target.metric_range, rules=rules, max_unit_loss=target.max_unit_loss)
+                        metric_range=target.metric_range, rules=rules, max_unit_loss=target.max_unit_loss,
+                        guardrails=guardrails_for(target, baseline_guardrails))
+
+
+def guardrails_for(target: Target, baseline: Mapping[str, float] | None) -> tuple[Guardrail, ...]:
+    """The target's [[gate.guardrails]] as the gate tests them: each allowance from its contract keys
+    and the baseline's mean (core.guardrails.allowance_for); scores pass/fail for an examples target."""
+    return tuple(Guardrail(g.metric, g.direction,
+                           allowance_for(g.max_regression, g.max_regression_rel, (baseline or {}).get(g.metric)),
+                           target.score_kind)
+                 for g in target.guardrail_rules)
+
+
+def baseline_guardrails(finished: Sequence[Any]) -> dict[str, float]:
+    """Each guardrail's mean over the preflight's ok jobs (`audit_view.Finished` records), as the
+    run's state folds it (RunState.baseline_guardrails): what relative allowances were computed from."""
+    sums: dict[str, list[float]] = {}
+    for f in finished:
+        d = f.payload
+        if d.stage == "preflight" and d.state == "ok" and d.value is not None and d.guardrails:
+            for name, value in d.guardrails.items():
+                acc = sums.setdefault(name, [0.0, 0.0])
+                acc[0], acc[1] = acc[0] + float(value), acc[1] + 1
+    return {name: total / count for name, (total, count) in sums.items()}

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ratchet.core.payloads import TrialJudged, given
 from ratchet.core.state import RunState
+from ratchet.present.guardrail_text import guardrail_lines
 from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p, means_text
 
 
@@ -139,6 +140,8 @@ class LogUI:
     def judged(self, attempt: int, stage: str, data: TrialJudged) -> None:
         """One line per verdict, then why when it is not an acceptance."""
         self.console.print(_judged_line(attempt, stage, data), markup=False)
+        for line in guardrail_lines(given(data.guardrails), REASON_INDENT):
+            self.console.print(line, markup=False)
         why = _why_lines(data)
         if why:
             self.console.print(why, markup=False)
@@ -197,6 +200,8 @@ class RichUI(LogUI):
         self._end_bar()
         colour = {"accepted": "green", "rejected": "red"}.get(data.verdict, "yellow")
         self.console.print(f"[{colour}]{escape(_judged_line(attempt, stage, data))}[/]", markup=True)
+        for line in guardrail_lines(given(data.guardrails), REASON_INDENT):
+            self.console.print(line, markup=False)
         why = _why_lines(data)
         if why:
             self.console.print(why, markup=False, style="dim")

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ratchet.present.guardrail_text import guardrail_lines
+
 PIPE_WIDTH = 200
 """Columns a console writes when its output is not a terminal (a file, a pipe) and COLUMNS is not
 set: wide enough that lines and tables are not wrapped at rich's default of 80."""
@@ -265,11 +267,30 @@ def detectable_lines(d: Mapping[str, Any]) -> list[str]:
                 f"{fmt_num(n['paired_sd'])} (seed {fmt_num(n['seed_sd'])}, repeat {fmt_num(n['repeat_sd'])}"
                 + (", deterministic" if n["deterministic"] else "")
                 + f"); gains detected with {cal['power']:.0%} power:")
-        return [head, *(_level_line(lv, "") for lv in cal["levels"])]
+        return [head, *(_level_line(lv, "") for lv in cal["levels"]),
+                *guardrail_check_lines(d, d["in_paired_sd"]["power"])]
     guess = d["in_paired_sd"]
     head = (f"not calibrated (`ratchet calibrate` measures the noise); gains detected with {guess['power']:.0%} "
             "power, in paired-difference SDs:")
-    return [head, *(_level_line(lv, " SDs") for lv in guess["levels"])]
+    return [head, *(_level_line(lv, " SDs") for lv in guess["levels"]), *guardrail_check_lines(d, guess["power"])]
+
+
+def guardrail_check_lines(d: Mapping[str, Any], power: float) -> list[str]:
+    """`ratchet check`'s line per guardrail (commands.check.guardrail_detectable): the regression its
+    allowance leaves undetected, as the guardrail's paired SD up to which an unchanged guardrail passes."""
+    out = []
+    for g in d.get("guardrails") or ():
+        sd = g.get("detectable_sd")
+        if g.get("max_sd") is not None:
+            out.append(f"  guardrail {g['name']} (allowance {fmt_num(g['allowance'])}): an unchanged guardrail is "
+                       f"shown within its allowance with {power:.0%} power when its paired SD is <= "
+                       f"{fmt_num(g['max_sd'], 3)} "
+                       f"(the allowance / {fmt_num(sd, 3)} SDs at trial 1's last look); a noisier one rejects good "
+                       "candidates")
+        else:
+            out.append(f"  guardrail {g['name']}: relative allowance (known after the preflight); it must be at "
+                       f"least {fmt_num(sd, 3)} paired SDs of the guardrail for {power:.0%} power")
+    return out
 
 
 def _level_line(level: Mapping[str, Any], unit: str) -> str:
@@ -336,6 +357,8 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
     if c.get("params"):
         out.print(f"best parameters: {escape(params_text(c['params']))}")
     out.print(escape(holdout_text(r.get("holdout"), r["promotions"])))
+    for line in guardrail_lines((r.get("holdout") or {}).get("guardrails"), "  "):
+        out.print(escape(line))
     used, limits = r["budget"]["used"], r["budget"]["limits"]
     out.print(f"budget: attempts {used['attempts']}/{limits.get('max_attempts')}, job-units {used['evaluations']}, "
               f"cpu h {used['cpu_hours']:.3f}, wall {used['wall_s']:.0f}s")
@@ -347,6 +370,9 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
                       fmt_num(a.get("champion_mean")), fmt_num(a.get("candidate_mean")),
                       fmt_p(a["p_value"]), fmt_level(a.get("level"), a["p_value"]), str(a["units"] or "-"))
     out.print(table)
+    for a in r["attempts"]:
+        for line in guardrail_lines(a.get("guardrails"), f"attempt {a['attempt']} "):
+            out.print(escape(line))
     for w in r.get("warnings", []):
         err.print(f"[yellow]warning[/]: {escape(w)}")
 

@@ -22,15 +22,18 @@ def final_verdict(a: AttemptState) -> tuple[str | None, str | None]:
 def attempt_row(a: AttemptState) -> dict[str, Any]:
     """One attempt for status and reports: {attempt, summary, verdict, reason, reason_text,
     estimate, interval, p_value, units, level, champion_mean, candidate_mean, params, promoted,
-    confirm}. `estimate` is the paired gain (direction-normalized); `champion_mean` and
-    `candidate_mean` the raw means of each side over the trial's units (None: no jobs ran)."""
+    confirm, guardrails}; guardrails: each guardrail's {name, allowance, estimate, bound, p_value,
+    threshold, units, status, champion_mean, candidate_mean} (core.guardrails.GuardrailCheck).
+    `estimate` is the paired gain (direction-normalized); `champion_mean` and `candidate_mean` the
+    raw means of each side over the trial's units (None: no jobs ran)."""
     verdict, reason = final_verdict(a)
     confirm = None
     if a.confirm is not None:
         c = a.confirm
         confirm = {"verdict": c.verdict, "reason": c.reason, "estimate": c.estimate,
                    "interval": list(c.interval) if c.interval else None, "p_value": c.p_value, "units": c.units,
-                   "level": c.level, "champion_mean": c.champion_mean, "candidate_mean": c.candidate_mean}
+                   "level": c.level, "champion_mean": c.champion_mean, "candidate_mean": c.candidate_mean,
+                   "guardrails": [dict(g) for g in c.guardrails]}
     return {
         "attempt": a.attempt,
         "summary": a.summary,
@@ -47,6 +50,7 @@ def attempt_row(a: AttemptState) -> dict[str, Any]:
         "params": dict(a.params) if a.params is not None else None,
         "promoted": a.promoted,
         "confirm": confirm,
+        "guardrails": [dict(g) for g in a.guardrails],
     }
 
 
@@ -76,7 +80,8 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
         h = state.holdout
         holdout = {"verdict": h.verdict, "estimate": h.estimate, "interval": list(h.interval) if h.interval else None,
                    "p_value": h.p_value, "units": h.units, "level": h.level,
-                   "baseline_mean": h.champion_mean, "champion_mean": h.candidate_mean}
+                   "baseline_mean": h.champion_mean, "champion_mean": h.candidate_mean,
+                   "guardrails": [dict(g) for g in h.guardrails]}
     return {
         "run_id": state.run_id,
         "state": run_state,

@@ -326,12 +326,26 @@ def _attempts(frame: Mapping[str, Any]) -> Table:
     table.add_column("reason", max_width=18, overflow="ellipsis", no_wrap=True)
     for name in ("effect", "p"):  # intervals: `ratchet status`; 80 columns have no room for them
         table.add_column(name, justify="right", no_wrap=True)
+    guarded = any(a.get("guardrails") for a in shown)
+    if guarded:
+        table.add_column("guardrails (change / bound vs allowance)", overflow="ellipsis", no_wrap=True)
     for a in shown:
         verdict = a.get("verdict") or "-"
-        table.add_row(str(a["attempt"]), Text((a.get("summary") or "")[:60]),
-                      Text(verdict, style=_VERDICT_STYLE.get(verdict, "")), Text(str(a.get("reason") or "-")),
-                      fmt_num(a.get("estimate")), fmt_p(a.get("p_value")))
+        cells: list[RenderableType] = [str(a["attempt"]), Text((a.get("summary") or "")[:60]),
+                 Text(verdict, style=_VERDICT_STYLE.get(verdict, "")), Text(str(a.get("reason") or "-")),
+                 fmt_num(a.get("estimate")), fmt_p(a.get("p_value"))]
+        if guarded:
+            cells.append(Text("; ".join(_guardrail_cell(g) for g in a.get("guardrails") or ())))
+        table.add_row(*cells)
     return table
+
+
+def _guardrail_cell(g: Mapping[str, Any]) -> str:
+    """`accuracy -0.065 / -0.073 vs -0.01 broken`: a guardrail's change, its lower bound, the allowance
+    and its status, for the attempts table."""
+    allowance = g.get("allowance")
+    return (f"{g.get('name')} {fmt_num(g.get('estimate'), 3)} / {fmt_num(g.get('bound'), 3)} vs "
+            f"-{allowance:g} {g.get('status')}" if isinstance(allowance, int | float) else str(g.get("name")))
 
 
 # -- the terminal --------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ratchet.compute.base import JobResult, JobSpec
+from ratchet.core.contract_guardrails import GuardrailSection
 from ratchet.core.plan import Plan, PlannedJob
 from ratchet.core.vocab import Direction, GateTest, ScoreKind, Stage
 
@@ -28,7 +29,8 @@ class UnitResult:
     benchmark job; an examples shard lost as a whole): a failed candidate is never accepted, a failed
     champion is retried once. state: the job or metric state (examples: the example's status);
     reason: one line a user can act on. detail: the target's own record of the unit (an examples
-    target's ExampleResult, with its per-check results), never recorded as is.
+    target's ExampleResult, with its per-check results), never recorded as is. guardrails: each
+    guardrail's raw value on this unit by name (None without guardrails or when failed).
     """
 
     job_id: str
@@ -39,6 +41,7 @@ class UnitResult:
     state: str
     reason: str
     detail: Any = field(default=None, compare=False, repr=False)
+    guardrails: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,9 @@ class Target(Jobs, Protocol):
 
     max_unit_loss: float | None
     """The betting test's floor size, gate.max_unit_loss (default hi - lo of metric_range; None: no floor)."""
+
+    guardrail_rules: tuple[GuardrailSection, ...]
+    """The contract's [[gate.guardrails]] (empty without): what `loop.trial.guardrails_for` tests."""
 
     def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
         """Cumulative units per look for `stage` (a confirmation: after a trial decided on

@@ -25,6 +25,7 @@ from ratchet.core.plan import NO_ATTEMPT, SEED_MASK, Plan, PlannedJob, Stage, co
 from ratchet.core.vocab import Direction, GateTest, ScoreKind
 from ratchet.targets.base import UnitResult
 from ratchet.targets.shell import ShellJobs
+from ratchet.targets.suite import SuiteMember
 
 
 class BenchmarkTarget(ShellJobs):
@@ -37,8 +38,11 @@ class BenchmarkTarget(ShellJobs):
         t = contract.target
         super().__init__(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
                          kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=t.cache,
-                         resources=job_resources(contract.compute))
+                         resources=job_resources(contract.compute),
+                         guardrails=[g.metric for g in contract.gate.guardrails],
+                         suite=[SuiteMember(m.name, m.command, m.metric, m.seed_env, m.timeout_s) for m in t.suite])
         self.contract = contract
+        self.guardrail_rules = (*contract.gate.guardrails, *(m.guardrail() for m in t.suite))
         self.direction: Direction = t.direction
         self.confirms = contract.gate.confirm
         self.test: GateTest = contract.gate.test
@@ -49,9 +53,11 @@ class BenchmarkTarget(ShellJobs):
     def settings_json(self) -> dict[str, Any]:
         """The measurement settings a plan records (its `target`)."""
         t = self.contract.target
-        return {"kind": t.kind, "command": t.command, "metric": t.metric, "direction": t.direction,
-                "seed_env": t.seed_env, "timeout_s": t.timeout_s, "sandbox": self.sandbox.mode,
-                "network": self.sandbox.network}
+        out = {"kind": t.kind, "command": t.command, "metric": t.metric, "direction": t.direction,
+               "seed_env": t.seed_env, "timeout_s": t.timeout_s, "sandbox": self.sandbox.mode,
+               "network": self.sandbox.network}
+        return out | ({"guardrails": list(self.guardrails)} if self.guardrails else {}) \
+            | ({"suite": [m.model_dump() for m in t.suite]} if t.suite else {})
 
     def looks(self, stage: Stage, units_used: int = 0) -> tuple[int, ...]:
         """gate.units for a trial; the confirmation's looks after `units_used`; the holdout's size."""

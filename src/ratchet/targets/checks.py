@@ -61,11 +61,12 @@ ScriptRunner = Callable[[list[str], bytes, float, Path], ProcessResult]
 
 class CheckResult(NamedTuple):
     """One check's verdict on one example: its `type`, whether it `passed`, and why not (`reason`,
-    "" when passed)."""
+    "" when passed); `name`: the check's optional `name` (None when it has none)."""
 
     type: str
     passed: bool
     reason: str
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -369,7 +370,7 @@ def run_checks(checks: Sequence[AnyCheck], input: str, expected: Any, actual: st
         except _CheckError as exc:
             reason = f"error: {exc}"
             error = error or str(exc)
-        results.append(CheckResult(check.type, reason == "", reason))
+        results.append(CheckResult(check.type, reason == "", reason, check.name))
     passed = error is None and all(r.passed for r in results)
     return CheckOutcome(passed, tuple(results), error)
 

@@ -191,8 +191,12 @@ def as_unit_result(job_id: str, variant: str, unit: int, result: ExampleResult) 
                       result)
 
 
-def compact(results: Iterable[ExampleResult]) -> dict[str, list[Any]]:
-    """What `job.finished` keeps per example: {id: [passed, status]}."""
+def compact(results: Iterable[ExampleResult], checks: bool = False) -> dict[str, list[Any]]:
+    """What `job.finished` keeps per example: {id: [passed, status]}, and with `checks` (a run with
+    guardrails on checks) a third entry, one "1"/"0" per check that ran ("" when none did)."""
+    if checks:
+        return {r.example_id: [r.passed, r.status, "".join("1" if c.passed else "0" for c in r.per_check)]
+                for r in results}
     return {r.example_id: [r.passed, r.status] for r in results}
 
 
@@ -209,10 +213,11 @@ def from_compact(job_id: str, data: Mapping[str, Any], tree: str,
     out = {}
     for ex in shard:
         entry = stored[ex.id]
-        if not (isinstance(entry, list | tuple) and len(entry) == 2 and isinstance(entry[0], bool)
-                and entry[1] in EXAMPLE_STATUSES):
+        if not (isinstance(entry, list | tuple) and len(entry) in (2, 3) and isinstance(entry[0], bool)
+                and entry[1] in EXAMPLE_STATUSES and (len(entry) == 2 or isinstance(entry[2], str))):
             return None
         passed = entry[0] and entry[1] == "ok" and not whole
         reason = "" if passed else f"{entry[1]} (recorded by job {job_id})"
-        out[ex.id] = ExampleResult(ex.id, passed, entry[1], (), reason, shard_failed=whole)
+        checks = tuple(CheckResult("", bit == "1", "") for bit in entry[2]) if len(entry) == 3 else ()
+        out[ex.id] = ExampleResult(ex.id, passed, entry[1], checks, reason, shard_failed=whole)
     return out

@@ -20,6 +20,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,12 @@ def pass_rate(results: Sequence[ExampleResult]) -> dict[str, Any]:
 
 
 def per_check_rates(results: Sequence[ExampleResult]) -> dict[str, float]:
-    """Pass rate of each check type over the examples where the checks ran."""
+    """Pass rate of each check over the examples where the checks ran, keyed by the check's `name`, or
+    its type when it has none (checks of one type without names share one rate)."""
     counts: dict[str, list[int]] = {}
     for r in results:
         for check in r.per_check:
-            c = counts.setdefault(check.type, [0, 0])
+            c = counts.setdefault(check.name or check.type, [0, 0])
             c[0] += bool(check.passed)
             c[1] += 1
     return {name: passed / n for name, (passed, n) in counts.items() if n}
@@ -115,6 +117,10 @@ class ExamplesTarget:
         self.run_script = run_script
         self.rules = rules
         self.by_id: dict[str, Example] = {ex.id: ex for part in (split.dev, split.val, split.test) for ex in part}
+        names = [c.name for c in t.checks]
+        self.guardrail_checks = {g.metric: names.index(g.metric) for g in contract.gate.guardrails}
+        self.guardrail_rules = tuple(contract.gate.guardrails)
+        """Each guardrail's check (by its `name`) as an index into target.checks."""
 
     # -- plans -------------------------------------------------------------------------------------
 
@@ -268,12 +274,26 @@ class ExamplesTarget:
             "state": result.state, "value": float(passes) if ok else None,
             "reason": f"{passes}/{len(examples)} examples passed" if ok else next(iter(judged.values())).reason,
             "elapsed_s": result.elapsed_s, "cpu_s": result.cpu_s, "cached": False, "units_charged": len(examples),
-            "tree": task.tree, "examples": compact(judged.values()),
+            "tree": task.tree, "examples": compact(judged.values(), bool(self.guardrail_checks)),
         }
+        if self.guardrail_checks and ok:
+            record["guardrails"] = {name: sum(self._check_passes(r)[name] for r in judged.values()) / len(judged)
+                                    for name in self.guardrail_checks}
         return self._outcome(task, judged, record)
 
+    def _check_passes(self, result: ExampleResult) -> dict[str, float]:
+        """Each guardrail check's score on one example: 1.0 when it passed, 0.0 when it failed or the
+        checks did not run (a crash, a timeout: the check was not met)."""
+        return {name: float(len(result.per_check) > i and result.per_check[i].passed)
+                for name, i in self.guardrail_checks.items()}
+
     def _outcome(self, task: Task, judged: Mapping[str, ExampleResult], record: Mapping[str, Any]) -> TaskOutcome:
-        results = {j.job_id: as_unit_result(j.job_id, j.variant, j.unit, judged[j.key or ""]) for j in task.jobs}
+        results = {}
+        for j in task.jobs:
+            r = as_unit_result(j.job_id, j.variant, j.unit, judged[j.key or ""])
+            if self.guardrail_checks and not r.failed:
+                r = replace(r, guardrails=self._check_passes(judged[j.key or ""]))
+            results[j.job_id] = r
         return TaskOutcome(results, record)
 
     def skipped(self, task: Task, result: JobResult | None, why: str) -> TaskOutcome | None:

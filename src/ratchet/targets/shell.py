@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,8 @@ from ratchet.compute.job_programs import checkout_command
 from ratchet.core.plan import PlannedJob
 from ratchet.core.vocab import MeasurementState
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
-from ratchet.targets.metric import parse_metric
+from ratchet.targets.metric import MetricReading, parse_metric
+from ratchet.targets.suite import SuiteMember, split_suite, suite_command
 
 STDERR_LINE_CHARS = 200
 """Characters of each stderr line quoted in a failed job's reason."""
@@ -37,13 +38,47 @@ def stderr_excerpt(stderr_tail: str) -> str:
     return "\n".join(lines[-STDERR_TAIL_LINES:])
 
 
+def read_guardrails(stdout: str, keys: Sequence[str]) -> tuple[dict[str, float] | None, MetricReading | None]:
+    """Each guardrail key's value from the metric's JSON line of `stdout` (targets.metric.parse_metric):
+    ({key: value}, None), or (None, the first key's failed reading) when a key is missing or not a
+    finite number (a failed measurement, never a pass). (None, None) without keys."""
+    if not keys:
+        return None, None
+    values = {}
+    for key in keys:
+        reading = parse_metric(stdout, key)
+        if reading.state != "ok" or reading.value is None:
+            return None, reading
+        values[key] = reading.value
+    return values, None
+
+
+def read_suite(pieces: tuple[list[str], list[int | None]], suite: Sequence[SuiteMember],
+               guards: dict[str, float]) -> tuple[dict[str, float] | None, MetricReading | None]:
+    """Each suite member's metric from its piece of the job's stdout (targets.suite.split_suite), added
+    to `guards` under the member's name: (guards, None), or (None, why) for the first member that
+    exited non-zero or printed no finite metric (a failed measurement, never a pass)."""
+    outputs, status = pieces
+    for i, m in enumerate(suite, start=1):
+        if status[i] != 0:
+            ended = "did not finish" if status[i] is None else f"exited {status[i]}"
+            return None, MetricReading("no_metric", None, f"{m.name!r}: suite member `{m.command}` {ended}")
+        reading = parse_metric(outputs[i], m.metric)
+        if reading.state != "ok" or reading.value is None:
+            return None, MetricReading(reading.state, None, f"{m.name!r}: suite member: {reading.reason}")
+        guards[m.name] = reading.value
+    return guards, None
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One shell job's outcome as recorded in its `job.finished` event.
 
     state: a JobState, or no_metric | bad_metric when the job ended ok without a usable metric.
     value: the metric (raw, not direction-normalized) when state is ok. units_charged: job-units
-    charged to the budget (0 for a cached measurement).
+    charged to the budget (0 for a cached measurement). guardrails: each guardrail key's value read
+    from the same JSON line as the metric (None without guardrails; a key missing or not finite makes
+    the job a failed measurement, state no_metric / bad_metric).
     """
 
     job_id: str
@@ -58,19 +93,22 @@ class Measurement:
     cached: bool
     units_charged: int
     gpu_s: float = 0.0
+    guardrails: dict[str, float] | None = None
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any]) -> Measurement:
         """Rebuild from a `job.finished` event's data (resume: finished jobs are never re-run; a
         record without `gpu_s` used none)."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k != "gpu_s"}, gpu_s=data.get("gpu_s") or 0.0)
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k not in ("gpu_s", "guardrails")},
+                   gpu_s=data.get("gpu_s") or 0.0, guardrails=data.get("guardrails"))
 
     def unit_result(self) -> UnitResult:
         """As the trial sees it: failed unless ok with a finite value; a skipped job is neither a
         value nor a failure (not measured)."""
         ok = self.state == "ok" and self.value is not None and math.isfinite(self.value)
         return UnitResult(self.job_id, self.variant, self.unit, self.value if ok else None,
-                          not ok and self.state != "skipped", self.state, self.reason)
+                          not ok and self.state != "skipped", self.state, self.reason,
+                          guardrails=self.guardrails if ok else None)
 
 
 class ShellJobs:
@@ -82,7 +120,10 @@ class ShellJobs:
     envs: job_id -> extra variables Ratchet sets for that job (`SWEEP_INDEX` of an agent's array).
     artifacts: job_id -> the files the executor collects from that job's checkout when it ends.
     groups: job_id -> (group, cap): at most `cap` jobs of that group run at once
-    (`JobSpec.group_max_parallel`; an agent's launch with `--concurrency`).
+    (`JobSpec.group_max_parallel`; an agent's launch with `--concurrency`). guardrails: further keys
+    read from the metric's JSON line ([[gate.guardrails]]); each must be there and finite. suite:
+    further commands run after the primary in the same job ([[target.suite]], targets.suite), each
+    member's metric read as the guardrail of its name.
     """
 
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
@@ -90,8 +131,11 @@ class ShellJobs:
                  commands: Mapping[str, tuple[str, float]] | None = None,
                  envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None,
                  artifacts: Mapping[str, ArtifactSpec] | None = None,
-                 groups: Mapping[str, tuple[str, int]] | None = None):
+                 groups: Mapping[str, tuple[str, int]] | None = None, guardrails: Sequence[str] = (),
+                 suite: Sequence[SuiteMember] = ()):
         self.command = command
+        self.guardrails = tuple(guardrails)
+        self.suite = tuple(suite)
         self.metric = metric
         self.seed_env = seed_env
         self.timeout_s = timeout_s
@@ -123,6 +167,11 @@ class ShellJobs:
         job = task.jobs[0]
         command, timeout_s = self._command(job)
         command = checkout_command(command, checkout, self.sandbox.project_file)
+        if self.suite and job.job_id not in self.commands:  # an agent's own experiment runs its command alone
+            members = [replace(m, command=checkout_command(m.command, checkout, self.sandbox.project_file))
+                       for m in self.suite]
+            command = suite_command(command, self.seed_env, members)
+            timeout_s += sum(m.timeout_s for m in self.suite)
         group, cap = self.groups.get(job.job_id, (None, None))
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
@@ -133,6 +182,7 @@ class ShellJobs:
         job = task.jobs[0]
         state: MeasurementState = result.state
         value: float | None = None
+        guards: dict[str, float] | None = None
         reason = result.reason
         if result.state == "ok" and self.metric:
             # The metric is on the LAST JSON line: past the output cap the file holds only the start,
@@ -140,14 +190,21 @@ class ShellJobs:
             capped = result.stdout_truncated or result.stdout_path is None
             stdout = result.stdout_tail if capped or result.stdout_path is None else \
                 result.stdout_path.read_text("utf-8", errors="replace")
-            reading = parse_metric(stdout, self.metric, result.stderr_tail)
+            pieces = split_suite(stdout, len(self.suite)) if self.suite else None
+            primary = pieces[0][0] if pieces else stdout
+            reading = parse_metric(primary, self.metric, result.stderr_tail)
             state, value, reason = reading.state, reading.value, reading.reason
+            guards, failure = read_guardrails(primary, self.guardrails) if state == "ok" else (None, None)
+            if failure is None and pieces is not None and state == "ok":
+                guards, failure = read_suite(pieces, self.suite, guards or {})
+            if failure is not None:
+                state, value, reason = failure.state, None, f"guardrail {failure.reason}"
         elif result.state != "ok" and result.stderr_tail.strip():
             reason = f"{reason}; stderr (last lines):\n{stderr_excerpt(result.stderr_tail)}"
         # GPU seconds settle the reservation made at the timeout: a kill's grace past it is not charged.
         gpu_s = min(result.elapsed_s, self._command(job)[1]) * self.resources.gpus
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, state, value, reason,
-                        result.elapsed_s, result.cpu_s, False, 1, gpu_s)
+                        result.elapsed_s, result.cpu_s, False, 1, gpu_s, guards if state == "ok" else None)
         return self._outcome(m)
 
     def skipped(self, task: Task, result: JobResult | None, why: str) -> TaskOutcome:
@@ -164,6 +221,8 @@ class ShellJobs:
     @staticmethod
     def _outcome(m: Measurement) -> TaskOutcome:
         record = {name: getattr(m, name) for name in Measurement.__dataclass_fields__}  # flat: no deep copy
+        if m.guardrails is None:
+            record.pop("guardrails")  # optional in job.finished: absent without guardrails
         return TaskOutcome({m.job_id: m.unit_result()}, record)
 
     def reuse(self, task: Task, recorded: Mapping[str, Any]) -> TaskOutcome | None:
@@ -181,7 +240,9 @@ class ShellJobs:
         return cache_key(
             tree=job.tree, command=self.command, seed=job.seed, seed_env=self.seed_env,
             env_set_by_ratchet=self._env(job), sandbox_mode=self.sandbox.mode, network=self.sandbox.network,
-            timeout_s=self.timeout_s, resources=self.resources, metric=self.metric or "", kind=self.kind,
+            timeout_s=self.timeout_s, resources=self.resources, kind=self.kind,
+            metric=",".join([self.metric or "", *self.guardrails,
+                             *(f"{m.name}={m.metric}@{m.seed_env}:{m.command}" for m in self.suite)]),
         )
 
     def from_cache(self, task: Task, hit: Mapping[str, Any]) -> TaskOutcome | None:
@@ -189,8 +250,13 @@ class ShellJobs:
         job = task.jobs[0]
         if not isinstance(hit.get("value"), int | float):
             return None
+        guards = hit.get("guardrails")
+        if self.guardrails and not (isinstance(guards, Mapping) and set(self.guardrails) <= set(guards)):
+            return None
+        values = {k: float(guards[k]) for k in self.guardrails} if isinstance(guards, Mapping) and self.guardrails \
+            else None
         m = Measurement(job.job_id, job.variant, job.unit, job.seed, "ok", float(hit["value"]),
-                        "cached measurement", float(hit.get("elapsed_s", 0.0)), 0.0, True, 0)
+                        "cached measurement", float(hit.get("elapsed_s", 0.0)), 0.0, True, 0, 0.0, values)
         return self._outcome(m)
 
     def cache_entry(self, outcome: TaskOutcome) -> dict[str, Any] | None:
@@ -198,4 +264,5 @@ class ShellJobs:
         r = outcome.record
         if r.get("state") != "ok" or r.get("cached"):
             return None
-        return {"state": "ok", "value": r["value"], "elapsed_s": r["elapsed_s"]}
+        entry = {"state": "ok", "value": r["value"], "elapsed_s": r["elapsed_s"]}
+        return entry | ({"guardrails": r["guardrails"]} if r.get("guardrails") else {})

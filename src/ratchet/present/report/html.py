@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
+from ratchet.present.guardrail_text import guardrail_lines
 from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_level, fmt_num, fmt_p
 from ratchet.present.report import text
 from ratchet.present.report.data import AttemptDetail, ReportData
@@ -75,8 +76,10 @@ def render_html(data: ReportData) -> str:
 def _headline(data: ReportData) -> str:
     paragraphs = text.headline(data.status, data.target)
     extras = [p for p in (text.champion_means(data.status, data.target), text.best_params(data.status)) if p]
+    guards = guardrail_lines((data.status.get("holdout") or {}).get("guardrails"), "holdout ")
     return (f'<p class="headline">{inline(paragraphs[0])}</p>'
-            + "".join(f"<p>{inline(p)}</p>" for p in paragraphs[1:] + extras))
+            + "".join(f"<p>{inline(p)}</p>" for p in paragraphs[1:] + extras)
+            + "".join(f"<p>{esc(g)}</p>" for g in guards))
 
 
 def _champion(data: ReportData) -> str:
@@ -107,6 +110,9 @@ def _attempt_row(a: Mapping[str, Any]) -> list[str]:
     c = a.get("confirm")
     if c:
         reason += " " + text.confirmation(c)
+    guards = guardrail_lines(a.get("guardrails"))
+    if guards:
+        reason += " " + "; ".join(guards) + "."
     return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(a["attempt"])}</a>', esc(a.get("summary") or ""),
             verdict(a.get("verdict")), esc(fmt_num(a.get("estimate"))), esc(fmt_interval(a.get("interval"))),
             esc(fmt_num(a.get("champion_mean"))), esc(fmt_num(a.get("candidate_mean"))),

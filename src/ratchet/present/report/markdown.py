@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ratchet.core.payloads import ChampionPromoted
+from ratchet.present.guardrail_text import guardrail_lines
 from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p
 from ratchet.present.report import text
 
@@ -55,6 +56,9 @@ def _headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: 
     for extra in (text.champion_means(status, target), text.best_params(status)):
         if extra:
             out += [extra, ""]
+    holdout_guards = guardrail_lines((status.get("holdout") or {}).get("guardrails"), "- ")
+    if holdout_guards:
+        out += ["Guardrails of the holdout (final champion against the baseline):", "", *holdout_guards, ""]
     return out
 
 
@@ -94,6 +98,13 @@ def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{fmt_level(a.get('level'), a.get('p_value'))} | {a.get('units') or '-'} | {reason} |"
         )
     out.append("")
+    guarded = [a for a in attempts if a.get("guardrails")]
+    if guarded:
+        out += ["### Guardrails", "", "Each guardrail's mean change (positive = better), the lower bound the gate "
+                "tested against -allowance, and its status (docs/gate.md, Guardrails).", ""]
+        for a in guarded:
+            out += [f"- attempt {a['attempt']}: " + "; ".join(guardrail_lines(a["guardrails"]))]
+        out.append("")
     if in_full:
         out += ["### Reasons in full", ""]
         for attempt, full in in_full:
