@@ -78,7 +78,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "verify.failed": ErrorCode(EXIT_CHECK_FAILED, "a check of `ratchet verify` failed: the findings name each (code, "
                                                   "event seq, what differed)"),
     # The CLI's own codes (cli.py): no RatchetError carries them except `interrupted`.
-    "usage": _bad_input("the command line is wrong (unknown option, missing argument): see `ratchet COMMAND --help`"),
+    "usage": _bad_input("the command line is wrong (unknown option, missing argument): printed as `error (usage): ...` "
+                        "with the help to read (`ratchet COMMAND --help`)"),
     "interrupted": ErrorCode(EXIT_INTERRUPTED, "Ctrl-C or SIGTERM stopped the command and killed its jobs: "
                              "resume the run, or run the comparison again (finished measurements are cached)"),
     "internal": ErrorCode(EXIT_INTERNAL, "a failure Ratchet did not expect: re-run with --debug and report the "
