@@ -325,6 +325,12 @@ class JobFinished(Payload, frozen=True, kw_only=True):
     """The tree measured (examples shards)."""
     examples: dict[str, Json] | None | UnsetType = UNSET
     """Per-example results in compact form (examples shards)."""
+    eval_calls: int | UnsetType = UNSET
+    """Eval and judge model calls made (prompt solutions; a cached reply is not a call)."""
+    eval_tokens: int | UnsetType = UNSET
+    """Input plus output tokens of those calls (prompt solutions)."""
+    eval_usd: Number | UnsetType = UNSET
+    """Dollars of those calls, priced from the contract (prompt solutions)."""
 
 
 class TrialJudged(Payload, frozen=True, kw_only=True):

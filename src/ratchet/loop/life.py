@@ -44,6 +44,7 @@ from ratchet.loop.warm_start import gather, summary
 from ratchet.targets.base import Target
 from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
 from ratchet.targets.examples import ExampleData, check_same_dataset
+from ratchet.loop.prompt_eval import make_judge
 from ratchet.targets.factory import make_target
 from ratchet.workspace.git import Git
 
@@ -161,7 +162,8 @@ def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: Ex
             if data is not None:
                 _check_same_examples(kernel, data)
             salt = kernel.state().salt or ""
-            target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
+            target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data,
+                                 judge=make_judge(loaded.contract, loaded.root))
             record_resumed(kernel)
         except BaseException:
             kernel.close()
@@ -178,7 +180,8 @@ def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: Ex
     commit = git.head_commit()
     tree = git.tree_of(commit)
     kernel, salt = new_kernel(loaded)
-    target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
+    target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data,
+                         judge=make_judge(loaded.contract, loaded.root))
     extra = {}
     if data is not None:
         extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
