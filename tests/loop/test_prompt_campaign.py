@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,7 +40,7 @@ def server():
     s.close()
 
 
-def project(root: Path, url: str, *, budget: str = "", model: str = "", gate: str = "units = [25, 50]") -> Path:
+def project(root: Path, url: str, *, budget: str = "", samples: int = 1, gate: str = "units = [25, 50]") -> Path:
     """The example in a new git repo at `root`, on its first ROWS examples, pointed at `url`."""
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
     rows = (root / "data" / "examples.jsonl").read_text().splitlines()[:ROWS]
@@ -47,8 +48,8 @@ def project(root: Path, url: str, *, budget: str = "", model: str = "", gate: st
     text = (root / "ratchet.toml").read_text()
     text = text.replace("http://127.0.0.1:8808/v1", url).replace("split = [0.6, 0.2, 0.2]", "split = [0.5, 0.25, 0.25]")
     text = text.replace("units = [50, 100, 180]", gate)
-    text = text.replace("max_eval_calls = 20000\nmax_eval_tokens = 2000000\nmax_eval_usd = 1.0\n", budget)
-    text = text.replace("context_window = 4096\n", "context_window = 4096\nmax_retries = 0\n" + model)
+    text = re.sub(r"max_eval_\w+ = .*\n", "", text).replace("max_attempts = 2\n", "max_attempts = 2\n" + budget)
+    text = text.replace("samples = 1\n", f"samples = {samples}\nmax_retries = 0\n")
     (root / "ratchet.toml").write_text(text)
     (root / ".gitignore").write_text(".ratchet/\n")
     git(root, "init", "-q", "-b", "main")
@@ -138,7 +139,7 @@ def test_a_resume_after_kill_9_re_asks_nothing_cached(tmp_path: Path, server):
 
 
 def test_samples_give_pass_fractions_judged_by_the_floor_test(tmp_path: Path, server):
-    root = project(tmp_path / "p", server.url, model="samples = 3\ntemperature = 0.7\n")
+    root = project(tmp_path / "p", server.url, samples=3)
     code, out, err = ratchet("run", str(root))
     assert code == 0, err
     r = out["result"]
