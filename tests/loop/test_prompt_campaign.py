@@ -148,7 +148,8 @@ def test_samples_give_pass_fractions_judged_by_the_floor_test(tmp_path: Path, se
     fractions = {entry[2] for j in jobs for entry in (j.get("examples") or {}).values()}
     assert fractions <= {0, 1, 2, 3} and len(fractions) > 2  # passes out of 3 samples, noisy
     assert all(entry[3] == 3 for j in jobs for entry in (j.get("examples") or {}).values())
-    judged = [e["data"] for e in events(root, r["run_id"]) if e["kind"] == "trial.judged" and e["data"]["stage"] == "trial"]
+    judged = [e["data"] for e in events(root, r["run_id"])
+              if e["kind"] == "trial.judged" and e["data"]["stage"] == "trial"]
     assert [j["verdict"] for j in judged] == ["rejected", "accepted"]
     keys = asked(server)
     assert len(keys) == len(set(keys))

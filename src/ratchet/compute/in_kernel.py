@@ -21,8 +21,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet.compute.base import TAIL_BYTES, Batch, JobResult, JobSpec, OnResult, OnSubmit, SandboxMode, \
-    SandboxSetting, check_ids
+from ratchet.compute.base import (
+    TAIL_BYTES,
+    Batch,
+    JobResult,
+    JobSpec,
+    OnResult,
+    OnSubmit,
+    SandboxMode,
+    SandboxSetting,
+    check_ids,
+)
 from ratchet.core.errors import RatchetError
 from ratchet.core.jobfiles import STDERR_NAME, STDOUT_NAME
 

@@ -42,7 +42,8 @@ __all__ = [
     "AGENT_RESERVED_ENV", "AGENT_TEMPLATE_FIELDS", "CONTRACT_FILE", "GLOB_CHARS", "NAME_PATTERN", "AgentSection",
     "BudgetSection", "CampaignSection", "CategoricalParam", "Check", "CommandAgentConfig", "ComputeSection",
     "Contract", "CustomCheck", "ExactMatchCheck", "FilesAgentConfig", "FloatParam", "GateSection", "IntParam",
-    "JsonEqualityCheck", "LlmAgentConfig", "LlmJudgeCheck", "ModelSection", "NormalizedMatchCheck", "NumericToleranceCheck", "RegexMatchCheck",
+    "JsonEqualityCheck", "LlmAgentConfig", "LlmJudgeCheck",
+    "ModelSection", "NormalizedMatchCheck", "NumericToleranceCheck", "RegexMatchCheck",
     "SandboxSection", "ScopeSection", "SearchAgentConfig", "SlurmSection", "TargetSection", "check_agent_template",
     "check_scope_path", "env_problem", "parse_duration", "scope_covers",
 ]

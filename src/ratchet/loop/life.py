@@ -40,11 +40,11 @@ from ratchet.ledger.rundir import ONE_SHOT_MODES, RunDir, list_runs, new_run_id,
 from ratchet.loop.audit_trail import versions
 from ratchet.loop.kernel import SALT_ENV, Clock, Kernel, open_kernel, remove_agent_work_dir, utc_now
 from ratchet.loop.measure import Interrupted
+from ratchet.loop.prompt_eval import make_judge
 from ratchet.loop.warm_start import gather, summary
 from ratchet.targets.base import Target
 from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
 from ratchet.targets.examples import ExampleData, check_same_dataset
-from ratchet.loop.prompt_eval import make_judge
 from ratchet.targets.factory import make_target
 from ratchet.workspace.git import Git
 

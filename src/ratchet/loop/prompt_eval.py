@@ -27,7 +27,7 @@ from ratchet.agents.llm.records import CallRecord, CallRole, Message
 from ratchet.compute.base import JobSpec
 from ratchet.compute.cache import MeasurementCache
 from ratchet.compute.factory import check_compute
-from ratchet.compute.in_kernel import Cancelled, InKernelExecutor, WorkDone
+from ratchet.compute.in_kernel import Cancelled, InKernelExecutor, Work, WorkDone
 from ratchet.core.budget import Account, Reservation
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract, LlmJudgeCheck, ModelSection
@@ -137,7 +137,7 @@ def render(template: str, input_text: str) -> str:
     return template.format(input=input_text)
 
 
-def shard_work(calls: ModelCalls):  # noqa: ANN201 (a Work)
+def shard_work(calls: ModelCalls) -> Work:
     """The in-kernel executor's Work for prompt shards answered through `calls`: one JSON line per
     example of the shard (targets.prompt_solution.PROMPT_RECORD), in order; stops between calls
     once cancelled."""

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ratchet.compute.base import JobResult, JobSpec, SandboxSpec
 from ratchet.compute.factory import job_resources
@@ -35,7 +35,7 @@ from ratchet.core.vocab import GateTest, ScoreKind
 from ratchet.targets.base import Task, TaskOutcome, UnitResult
 from ratchet.targets.checks import CheckResult, run_checks
 from ratchet.targets.examples import Example, Split
-from ratchet.targets.examples_measure import EXAMPLES_SEED, ExampleResult, failed_shard
+from ratchet.targets.examples_measure import EXAMPLE_STATUSES, EXAMPLES_SEED, ExampleResult, ExampleStatus, failed_shard
 from ratchet.targets.examples_target import ExamplesTarget, _shard_index, write_judged
 
 PROMPT_ARGV = ("ratchet-prompt-shard",)
@@ -135,7 +135,8 @@ def charge_of(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The sum of the records' charges (CHARGE_KEYS; counts as ints)."""
     total = dict.fromkeys(CHARGE_KEYS, 0.0)
     for record in records:
-        charge = record.get("charge") if isinstance(record.get("charge"), dict) else {}
+        given = record.get("charge")
+        charge: Mapping[str, Any] = given if isinstance(given, dict) else {}
         for key in CHARGE_KEYS:
             value = charge.get(key, 0)
             if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
@@ -240,7 +241,7 @@ class PromptTarget(ExamplesTarget):
         if model_errors:
             return PromptExampleResult(ex.id, False, "model_error", tuple(checks), f"model_error: {model_errors[0]}",
                                        shard_failed=True, passes=passes, samples=self.samples), charge
-        status = "check_error" if errors else "ok"
+        status: ExampleStatus = "check_error" if errors else "ok"
         return PromptExampleResult(ex.id, passes == self.samples, status, tuple(checks), "; ".join(reasons)[:2000],
                                    passes=passes, samples=self.samples), charge
 
@@ -266,11 +267,12 @@ class PromptTarget(ExamplesTarget):
         for ex in examples:
             entry = stored[ex.id]
             if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], bool)
-                    and isinstance(entry[1], str) and isinstance(entry[2], int) and entry[3] == self.samples):
+                    and entry[1] in EXAMPLE_STATUSES and isinstance(entry[2], int) and entry[3] == self.samples):
                 return None
             failed = whole or entry[1] == "model_error"
             reason = "" if entry[0] else f"{entry[1]} (recorded by job {task.job_id})"
-            judged[ex.id] = PromptExampleResult(ex.id, entry[0] and not failed, entry[1], (), reason,
+            status = cast(ExampleStatus, entry[1])
+            judged[ex.id] = PromptExampleResult(ex.id, entry[0] and not failed, status, (), reason,
                                                 shard_failed=failed, passes=entry[2], samples=entry[3])
         return self._outcome(task, judged, recorded)
 

@@ -113,7 +113,8 @@ def exhausted(contract: Contract, used: BudgetUsed, val_trials: int, reserve_uni
     """
     examples = contract.target.kind == "examples"
     holdout = Charge.of(job_units=reserve_units, cpu_hours=expected.holdout_cpu_h, wall_s=expected.holdout_wall_s,
-                        gpu_hours=gpu_hours_worst_case(contract, reserve_units)) + eval_worst_case(contract, reserve_units)
+                        gpu_hours=gpu_hours_worst_case(contract, reserve_units))
+    holdout = holdout + eval_worst_case(contract, reserve_units)
     account = Account(limits_of(contract), spent_of(used, val_trials if examples else 0),
                       {"holdout": Reservation("holdout", holdout, "the holdout")})
     ask = Charge.of(attempts=1, job_units=next_units, cpu_hours=expected.attempt_cpu_h,
