@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from ratchet.compute.base import (
     TAIL_BYTES,
@@ -34,6 +35,7 @@ from ratchet.compute.base import (
 )
 from ratchet.core.errors import RatchetError
 from ratchet.core.jobfiles import STDERR_NAME, STDOUT_NAME
+from ratchet.core.vocab import JobState
 
 Cancelled = Callable[[], bool]
 """Asked by a Work function between its steps: True once its job was cancelled."""
@@ -172,7 +174,7 @@ class InKernelExecutor:
 
 
 def _ended(spec: JobSpec, state: str, reason: str, elapsed_s: float, stdout: bytes, path: Path | None) -> JobResult:
-    return JobResult(job_id=spec.job_id, state=state, exit_code=0 if state == "ok" else None,  # type: ignore[arg-type]
+    return JobResult(job_id=spec.job_id, state=cast(JobState, state), exit_code=0 if state == "ok" else None,
                      signal=None, elapsed_s=elapsed_s, cpu_s=0.0,
                      stdout_tail=stdout[-TAIL_BYTES:].decode("utf-8", "replace"),
                      stderr_tail="" if state == "ok" else reason, stdout_truncated=False, stderr_truncated=False,

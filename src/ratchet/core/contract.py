@@ -482,7 +482,21 @@ class Contract(_Model):
             raise ValueError(
                 "budget.max_usd needs prices: set [agent.llm.price] input_usd_per_mtok and output_usd_per_mtok"
             )
+        self._eval_budgets()
         return self
+
+    def _eval_budgets(self) -> None:
+        """The eval budgets limit a prompt solution's calls, and dollars need its prices."""
+        b, t = self.budget, self.target
+        given = [k for k in ("max_eval_calls", "max_eval_tokens", "max_eval_usd") if getattr(b, k)]
+        if given and t.solution_kind != "prompt":
+            raise ValueError(f"{', '.join('budget.' + k for k in given)} limits a prompt solution's model calls: "
+                             "set target.solution_kind = 'prompt' or remove it")
+        models = [(name, m) for name, m in (("target.model", t.model), ("target.judge", t.judge)) if m is not None]
+        unpriced = [name for name, m in models if m.price.input_usd_per_mtok == m.price.output_usd_per_mtok == 0]
+        if b.max_eval_usd > 0 and unpriced:
+            raise ValueError(f"budget.max_eval_usd needs prices: set [{unpriced[0]}.price] input_usd_per_mtok and "
+                             "output_usd_per_mtok")
 
     @property
     def protected_paths(self) -> tuple[str, ...]:
