@@ -70,7 +70,7 @@ def contract(text: str) -> Contract:
 
 @pytest.mark.parametrize(("edit", "words"), [
     (('solution_kind = "prompt"\n', 'solution_kind = "prompt"\nprompt_template = "Q: {question}"\n'), "{question}"),
-    (('solution_kind = "prompt"\n', 'solution_kind = "prompt"\nprompt_template = "no field"\n'), "must contain {input}"),
+    (('solution_kind = "prompt"\n', 'solution_kind = "prompt"\nprompt_template = "none"\n'), "must contain {input}"),
     (('solution_kind = "prompt"\n', ""), "only used with target.solution_kind = 'prompt'"),
     (("max_tokens = 48", "max_tokens = 4096"), "leaves no room"),
     (('api_key_env = ""', 'api_key_env = "sk-live-123"'), "NAME of the variable"),
@@ -101,7 +101,8 @@ def test_a_model_section_is_required_and_eval_budgets_need_a_prompt_and_prices()
 
 
 def test_the_eval_worst_case_is_context_windows_priced():
-    c = contract(JUDGED.replace("JUDGE_URL", "http://127.0.0.1:9/v1").replace('model = "m"', 'model = "m"\nsamples = 2'))
+    text = JUDGED.replace("JUDGE_URL", "http://127.0.0.1:9/v1")
+    c = contract(text.replace('model = "m"', 'model = "m"\nsamples = 2'))
     w = eval_worst_case(c, 10)
     # per job-unit: 2 samples x (1 eval + 1 judge call); each call at most context_window tokens
     assert w["eval_calls"] == 40

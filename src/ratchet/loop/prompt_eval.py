@@ -221,3 +221,15 @@ def make_judge(contract: Contract, root: Path, environ: Mapping[str, str] | None
         return Verdict(passed, reason, reply.charge)
 
     return judge
+
+
+def prompt_record(contract: Contract) -> dict[str, Any] | None:
+    """What `run.started.data.examples.prompt` records of a prompt solution (None for a script): the
+    eval model's identity (ModelSection.identity), its samples, the prompt template, and the judge's
+    identity with the rubrics of the llm_judge checks (None without a judge)."""
+    t = contract.target
+    if t.solution_kind != "prompt" or t.model is None:
+        return None
+    rubrics = [c.rubric for c in t.checks if isinstance(c, LlmJudgeCheck)]
+    judge = {**t.judge.identity(), "rubrics": rubrics} if t.judge is not None else None
+    return {"model": t.model.identity(), "samples": t.model.samples, "template": t.prompt_template, "judge": judge}
