@@ -25,7 +25,7 @@ EXAMPLE = REPO / "examples" / "prompt_countries"
 sys.path.insert(0, str(REPO / "tests" / "agents" / "llm"))
 sys.path.insert(0, str(EXAMPLE))
 import fake_model  # noqa: E402
-from llm_server import ChatServer, answer, status  # noqa: E402
+from llm_server import ChatServer, answer, reply, status  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -153,3 +153,28 @@ def test_samples_give_pass_fractions_judged_by_the_floor_test(tmp_path: Path, se
     assert [j["verdict"] for j in judged] == ["rejected", "accepted"]
     keys = asked(server)
     assert len(keys) == len(set(keys))
+
+
+def test_the_llm_agent_rewrites_the_prompt_reading_the_champions_dev_replies(tmp_path: Path, server):
+    agent = ChatServer(default=reply(
+        "SUMMARY: ask for the bare code\nThe model wraps right codes in sentences.\n"
+        "```\nYou are given a country's name. Reply with only the two-letter code, in capitals.\n```\n")).start()
+    try:
+        root = project(tmp_path / "p", server.url)
+        text = (root / "ratchet.toml").read_text().replace("max_attempts = 2", "max_attempts = 1")
+        text = text.replace('kind = "files"\n[agent.files]\npath = "candidates/"\n',
+                            f'kind = "llm"\n[agent.llm]\nbase_url = "{agent.url}"\nmodel = "agent-model"\n'
+                            'api_key_env = ""\nmax_output_tokens = 400\n')
+        (root / "ratchet.toml").write_text(text)
+        git(root, "commit", "-qam", "llm agent")
+        code, out, err = ratchet("run", str(root))
+    finally:
+        agent.close()
+    assert code == 0, err
+    assert out["result"]["promotions"] == 1
+    asked_agent = agent.requests[0]["messages"][1]["content"]
+    assert "system message of the eval model `fake-model`" in asked_agent
+    assert "It is the system message the eval model reads" in asked_agent
+    assert "The ISO 3166-1 alpha-2 code of" in asked_agent  # a champion's dev reply, as data
+    assert "exact_match: output" in asked_agent  # the failing check's reason
+    assert (root / "prompt.md").read_text() != ""  # the project is untouched; the champion is on its branch

@@ -31,6 +31,7 @@ from ratchet.compute.in_kernel import Cancelled, InKernelExecutor, Work, WorkDon
 from ratchet.core.budget import Account, Reservation
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract, LlmJudgeCheck, ModelSection
+from ratchet.core.jobfiles import JUDGED_NAME, STDOUT_NAME
 from ratchet.ledger.rundir import RATCHET_DIR
 from ratchet.targets.prompt_solution import Judge, Verdict
 
@@ -233,3 +234,33 @@ def prompt_record(contract: Contract) -> dict[str, Any] | None:
     rubrics = [c.rubric for c in t.checks if isinstance(c, LlmJudgeCheck)]
     judge = {**t.judge.identity(), "rubrics": rubrics} if t.judge is not None else None
     return {"model": t.model.identity(), "samples": t.model.samples, "template": t.prompt_template, "judge": judge}
+
+
+DEV_REPLY_CHARS = 2000
+"""Characters of a dev reply or reason shown to an agent."""
+
+
+def dev_replies(kernel: Any, attempt: int, stage: str) -> dict[str, tuple[str, str]]:
+    """example id -> (the first reply, the failing checks' reasons) of the dev examples measured by
+    the shards of (`attempt`, `stage`) (the champion's dev measurement), read from their job
+    directories: what the llm agent is shown of the champion's dev failures. Dev examples only (the
+    caller asks for a dev stage); a job directory that cannot be read gives nothing."""
+    out: dict[str, tuple[str, str]] = {}
+    for event in kernel.events_of("job.finished"):
+        job = event.payload
+        if job.attempt != attempt or job.stage != stage:
+            continue
+        where = kernel.run.jobs / job.job_id
+        outputs, reasons = {}, {}
+        try:
+            for line in (where / STDOUT_NAME).read_text("utf-8", "replace").splitlines():
+                record = json.loads(line)
+                samples = record.get("samples") or [{}]
+                outputs[record["id"]] = str(samples[0].get("output", ""))[:DEV_REPLY_CHARS]
+            for line in (where / JUDGED_NAME).read_text("utf-8", "replace").splitlines():
+                judged = json.loads(line)
+                reasons[judged["id"]] = str(judged.get("reason") or judged.get("status"))[:DEV_REPLY_CHARS]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        out.update({i: (outputs[i], reasons.get(i, "")) for i in outputs})
+    return out
