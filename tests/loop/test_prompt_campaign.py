@@ -87,6 +87,8 @@ def test_the_better_prompt_is_promoted_the_worse_rejected_and_no_reply_is_asked_
     assert sum(j["eval_calls"] for j in jobs) == len(keys)
     report = Path(r["report"]).read_text()
     assert "| exact_match |" in report
+    code, verified, err = ratchet("verify", r["run_id"], "--dir", str(root))
+    assert code == 0 and verified["ok"], err  # plans re-compiled, verdicts re-derived from the records
     # a second run of the same project asks nothing for its baseline: every reply is cached
     code, out, err = ratchet("run", str(root))
     assert code == 0, err
@@ -151,6 +153,8 @@ def test_samples_give_pass_fractions_judged_by_the_floor_test(tmp_path: Path, se
     judged = [e["data"] for e in events(root, r["run_id"])
               if e["kind"] == "trial.judged" and e["data"]["stage"] == "trial"]
     assert [j["verdict"] for j in judged] == ["rejected", "accepted"]
+    code, verified, err = ratchet("verify", r["run_id"], "--dir", str(root))
+    assert code == 0 and verified["ok"], err
     keys = asked(server)
     assert len(keys) == len(set(keys))
 
