@@ -259,7 +259,7 @@ def gate_summary(contract: Contract, looks: Sequence[int]) -> dict[str, Any]:
         "looks": list(looks),
         "holdout_size": gate.holdout_size,
         "kind": kind,
-        "guarantee": guarantee("binary" if kind == "binary" else gate.test),
+        "guarantee": guarantee(_examples_test(contract) if kind == "binary" else gate.test),
         "unseen": {"units": n, "unseen_5pct": unseen_chance(0.05, n), "unseen_10pct": unseen_chance(0.10, n),
                    "ruled_out_95": ruled_out_frequency(n)},
         "levels": rows,
@@ -386,3 +386,11 @@ def examples_summary(contract: Contract, data: ExampleData, first_level: float,
 def _lines(shown: list[int], total: int) -> str:
     text = ", ".join(str(n) for n in shown)
     return text + (f" and {total - len(shown)} more" if total > len(shown) else "")
+
+
+def _examples_test(contract: Contract) -> str:
+    """The test an examples gate uses: `binary` (exact McNemar), or `betting` (the floor test) on the
+    pass fractions of a prompt solution asking several samples per example (docs/prompts.md)."""
+    model = contract.target.model
+    return "betting" if contract.target.solution_kind == "prompt" and model is not None and model.samples > 1 \
+        else "binary"

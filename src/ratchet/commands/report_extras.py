@@ -100,7 +100,7 @@ def example_rows(run: RunDir, examples_file: Path, finished: Iterable[JobFinishe
 
 def _row(split: str, example_id: str, compact: Any, example: Any, record: Mapping[str, Any] | None,
          judged: Mapping[str, Any] | None) -> dict[str, Any]:
-    passed, status = (bool(compact[0]), str(compact[1])) if isinstance(compact, list) and len(compact) == 2 else (
+    passed, status = (bool(compact[0]), str(compact[1])) if isinstance(compact, list) and len(compact) in (2, 4) else (
         False, "unknown")
     error = ""
     if judged is not None and not judged.get("passed"):
@@ -113,8 +113,16 @@ def _row(split: str, example_id: str, compact: Any, example: Any, record: Mappin
         "split": split, "id": example_id, "name": getattr(example, "name", None),
         "input": _clip(example.input) if example is not None else None,
         "expected": _clip(example.expected_output) if example is not None else None,
-        "output": _clip(record.get("output", "")) if record is not None else None,
+        "output": _clip(_output(record)) if record is not None else None,
         "status": status, "passed": passed,
         "checks": [list(c) for c in checks] if isinstance(checks, list) else None,
         "error": _clip(error) if error else "",
     }
+
+
+def _output(record: Mapping[str, Any]) -> str:
+    """A record's output: a script's stdout, or a prompt solution's first reply (its samples')."""
+    samples = record.get("samples")
+    if isinstance(samples, list) and samples and isinstance(samples[0], dict):
+        return str(samples[0].get("output", ""))
+    return str(record.get("output", ""))

@@ -48,6 +48,10 @@ def rebuild_target(contract: Contract, view: RunView, run_root: Path, blob_json:
     if not isinstance(blob, str):
         raise DataError("examples.bad_fingerprint", "run.started records no examples fingerprint blob")
     split = split_from_fingerprint(blob_json(blob), contract.campaign.seed)
+    if contract.target.solution_kind == "prompt":  # re-read only: no model is called
+        from ratchet.targets.prompt_solution import PromptTarget
+
+        return PromptTarget(contract, sandbox, salt, split, run_root, rules=recorded_rules(view.gate))
     return ExamplesTarget(contract, sandbox, salt, split, run_root, rules=recorded_rules(view.gate))
 
 

@@ -10,7 +10,8 @@ to bind), `job_programs.py` (a job's `python3` and the command's program as the 
 and the prefixes a sandboxed job binds for them), `env.py` (a job's environment), `gpus.py` (GPU devices),
 `slurm.py` (Slurm job arrays)
 with `slurm_states.py` (what Slurm says, pure) and `slurm_task.py` (the wrapper a Slurm task runs),
-`cache.py` (the measurement cache).
+`cache.py` (the measurement cache), `in_kernel.py` (jobs that are the kernel's own work, not processes: a
+prompt solution's model calls).
 
 Effects: starts, supervises and kills processes (locally, or through sbatch / scontrol / scancel);
 writes job directories and the cache under `.ratchet/`; creates cgroups.

@@ -2,7 +2,7 @@
 arithmetic, the ledger's event schema and its reduction to a run's state, verify's checks, errors.
 
 The contract: `contract.py` (with `contract_base.py`, `contract_agents.py`, `contract_llm.py`,
-`contract_guardrails.py`),
+`contract_guardrails.py`, `contract_prompt.py`),
 `contract_load.py` (validating its bytes), `unsupported.py` (what this build cannot run), `inputs.py`
 (where a run reads its inputs), `jobenv.py` (the rule for a job's environment), `jobfiles.py` (the
 names of a job's files). Values:

@@ -36,14 +36,15 @@ from ratchet.core.contract_base import (
 )
 from ratchet.core.contract_guardrails import GuardrailSection, SuiteSection, guardrail_problems
 from ratchet.core.contract_llm import LlmAgentConfig
+from ratchet.core.contract_prompt import DEFAULT_PROMPT_TEMPLATE, ModelSection, template_problem
 from ratchet.core.jobenv import env_name_problem
 
 __all__ = [
     "AGENT_RESERVED_ENV", "AGENT_TEMPLATE_FIELDS", "CONTRACT_FILE", "GLOB_CHARS", "NAME_PATTERN", "AgentSection",
     "BudgetSection", "CampaignSection", "CategoricalParam", "Check", "CommandAgentConfig", "ComputeSection",
     "Contract", "CustomCheck", "ExactMatchCheck", "FilesAgentConfig", "FloatParam", "GateSection",
-    "GuardrailSection", "IntParam",
-    "JsonEqualityCheck", "LlmAgentConfig", "NormalizedMatchCheck", "NumericToleranceCheck", "RegexMatchCheck",
+    "GuardrailSection", "IntParam", "JsonEqualityCheck", "LlmAgentConfig", "LlmJudgeCheck",
+    "ModelSection", "NormalizedMatchCheck", "NumericToleranceCheck", "RegexMatchCheck",
     "SandboxSection", "ScopeSection", "SearchAgentConfig", "SlurmSection", "TargetSection", "check_agent_template",
     "check_scope_path", "env_problem", "parse_duration", "scope_covers",
 ]
@@ -133,8 +134,18 @@ class CustomCheck(_CheckBase):
         return check_scope_path(value)
 
 
+class LlmJudgeCheck(_Model):
+    """The judge model `[target.judge]` scores the output against the expected one with `rubric`,
+    replying JSON {"pass": bool, "reason": str}; a reply of another shape is a check error
+    (docs/prompts.md). Prompt solutions only."""
+
+    type: Literal["llm_judge"]
+    rubric: Annotated[str, Field(min_length=1)]
+
+
 Check = Annotated[
-    ExactMatchCheck | NormalizedMatchCheck | JsonEqualityCheck | RegexMatchCheck | NumericToleranceCheck | CustomCheck,
+    ExactMatchCheck | NormalizedMatchCheck | JsonEqualityCheck | RegexMatchCheck | NumericToleranceCheck | CustomCheck
+    | LlmJudgeCheck,
     Field(discriminator="type"),
 ]
 
@@ -161,6 +172,15 @@ class TargetSection(_Model):
     """[lo, hi]: every value the metric can take (benchmark); gives gate.max_unit_loss its default hi - lo."""
     suite: list[SuiteSection] = []
     """[[target.suite]]: further benchmark commands, each a guardrail (benchmark; docs/gate.md, Suites)."""
+    solution_kind: Literal["script", "prompt"] = "script"
+    """examples: `script` runs `python3 solution`; `prompt`: the solution is text answered by the eval
+    model `[target.model]` (docs/prompts.md)."""
+    prompt_template: str = DEFAULT_PROMPT_TEMPLATE
+    """prompt: the user message, the example's input put in place of `{input}`."""
+    model: ModelSection | None = None
+    """[target.model]: the eval model of a prompt solution."""
+    judge: ModelSection | None = None
+    """[target.judge]: the judge model of `llm_judge` checks."""
 
     @field_validator("metric_range")
     @classmethod
@@ -206,7 +226,32 @@ class TargetSection(_Model):
             raise ValueError(f"{', '.join('target.' + k for k in stray)} is not used with target.kind = {self.kind!r}")
         if self.kind == "examples" and not self.checks:
             raise ValueError("target.kind = 'examples' requires at least one [[target.checks]]")
+        self._prompt_keys(given)
         return self
+
+    def _prompt_keys(self, given: set[str]) -> None:
+        """The keys of a prompt solution are given together, and only with it."""
+        if self.solution_kind == "prompt":
+            if self.kind != "examples":
+                raise ValueError("target.solution_kind = 'prompt' needs target.kind = 'examples'")
+            if self.model is None:
+                raise ValueError("target.solution_kind = 'prompt' requires [target.model] (base_url and model of "
+                                 "the eval model)")
+            problem = template_problem(self.prompt_template)
+            if problem:
+                raise ValueError(problem)
+        else:
+            stray = [k for k in ("prompt_template", "model") if k in given]
+            if stray:
+                raise ValueError(f"{', '.join('target.' + k for k in stray)} is only used with "
+                                 "target.solution_kind = 'prompt'")
+        judged = any(c.type == "llm_judge" for c in self.checks)
+        if judged and self.solution_kind != "prompt":
+            raise ValueError("an llm_judge check needs target.solution_kind = 'prompt' (the kernel's model calls)")
+        if judged and self.judge is None:
+            raise ValueError("an llm_judge check requires [target.judge] (base_url and model of the judge model)")
+        if self.judge is not None and not judged:
+            raise ValueError("[target.judge] is only used by an llm_judge check: add one or remove [target.judge]")
 
 
 # --- [scope] ------------------------------------------------------------------------------------
@@ -293,6 +338,12 @@ class BudgetSection(_Model):
     max_input_tokens: Annotated[int, Field(ge=0)] = 0
     max_output_tokens: Annotated[int, Field(ge=0)] = 0
     max_usd: Annotated[float, Field(ge=0)] = 0.0
+    max_eval_calls: Annotated[int, Field(ge=0)] = 0
+    """Prompt solutions: eval and judge model calls (a cached reply costs none)."""
+    max_eval_tokens: Annotated[int, Field(ge=0)] = 0
+    """Prompt solutions: input plus output tokens of eval and judge calls."""
+    max_eval_usd: Annotated[float, Field(ge=0)] = 0.0
+    """Prompt solutions: dollars of eval and judge calls, priced from [target.model.price] / [target.judge.price]."""
 
     @field_validator("max_wall")
     @classmethod
@@ -447,7 +498,21 @@ class Contract(_Model):
             raise ValueError(
                 "budget.max_usd needs prices: set [agent.llm.price] input_usd_per_mtok and output_usd_per_mtok"
             )
+        self._eval_budgets()
         return self
+
+    def _eval_budgets(self) -> None:
+        """The eval budgets limit a prompt solution's calls, and dollars need its prices."""
+        b, t = self.budget, self.target
+        given = [k for k in ("max_eval_calls", "max_eval_tokens", "max_eval_usd") if getattr(b, k)]
+        if given and t.solution_kind != "prompt":
+            raise ValueError(f"{', '.join('budget.' + k for k in given)} limits a prompt solution's model calls: "
+                             "set target.solution_kind = 'prompt' or remove it")
+        models = [(name, m) for name, m in (("target.model", t.model), ("target.judge", t.judge)) if m is not None]
+        unpriced = [name for name, m in models if m.price.input_usd_per_mtok == m.price.output_usd_per_mtok == 0]
+        if b.max_eval_usd > 0 and unpriced:
+            raise ValueError(f"budget.max_eval_usd needs prices: set [{unpriced[0]}.price] input_usd_per_mtok and "
+                             "output_usd_per_mtok")
 
     @property
     def protected_paths(self) -> tuple[str, ...]:

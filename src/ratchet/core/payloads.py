@@ -328,6 +328,12 @@ class JobFinished(Payload, frozen=True, kw_only=True):
     guardrails: dict[str, Number] | None | UnsetType = UNSET
     """Each guardrail's value by name when state is ok (a benchmark: the key read from the metric's JSON
     line; an examples shard: the named check's pass rate over the shard); UNSET without guardrails."""
+    eval_calls: int | UnsetType = UNSET
+    """Eval and judge model calls made (prompt solutions; a cached reply is not a call)."""
+    eval_tokens: int | UnsetType = UNSET
+    """Input plus output tokens of those calls (prompt solutions)."""
+    eval_usd: Number | UnsetType = UNSET
+    """Dollars of those calls, priced from the contract (prompt solutions)."""
 
 
 class TrialJudged(Payload, frozen=True, kw_only=True):

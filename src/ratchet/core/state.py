@@ -136,6 +136,12 @@ class BudgetUsed:
     cpu_hours: float = 0.0
     gpu_hours: float = 0.0
     wall_s: float = 0.0
+    eval_calls: int = 0
+    """Prompt solutions: eval and judge model calls made (job.finished `eval_calls`)."""
+    eval_tokens: int = 0
+    """Prompt solutions: their input plus output tokens."""
+    eval_usd: float = 0.0
+    """Prompt solutions: their dollars."""
 
 
 @dataclass(frozen=True)
@@ -267,6 +273,7 @@ class Folder:
         self.judged_since_promotion: set[Any] = set()
         self.started = 0  # BudgetUsed.attempts
         self.evaluations = 0
+        self.eval_spent = [0, 0, 0.0]  # eval calls, eval tokens, eval USD (prompt solutions)
         self.cpu_hours = 0.0
         self.gpu_hours = 0.0
         self.last_ts: str | None = None  # ts of the last event counted in a session
@@ -391,6 +398,9 @@ class Folder:
             self.preflight[0] += float(d.value)
             self.preflight[1] += d.units_charged or 1
             self.champion_mean = self.baseline_mean = self.preflight[0] / self.preflight[1]
+        self.eval_spent[0] += given(d.eval_calls) or 0
+        self.eval_spent[1] += given(d.eval_tokens) or 0
+        self.eval_spent[2] += float(given(d.eval_usd) or 0.0)
         if d.cached:
             return
         self.evaluations += d.units_charged
@@ -498,7 +508,8 @@ class Folder:
             promotions=self.promotions,
             attempts=self._attempt_states(),
             holdout=self.holdout,
-            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall()),
+            budget_used=BudgetUsed(self.started, self.evaluations, self.cpu_hours, self.gpu_hours, self.wall(),
+                                   int(self.eval_spent[0]), int(self.eval_spent[1]), float(self.eval_spent[2])),
             finished_jobs=MappingProxyType(dict(self.finished) if jobs else {}),
             running_jobs=MappingProxyType(dict(self.running) if jobs else {}),
             last_attempt=self.last_attempt,

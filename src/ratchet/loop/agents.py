@@ -292,13 +292,19 @@ class LedgerEvidence:
         keeps only pass / fail per example, so `actual` says how the example ended instead of the
         output. Never a val or test example (`dev` holds the dev split alone). [] for a benchmark."""
         from ratchet.agents.llm.briefing import DevFailure
-        from ratchet.loop.history import champion_dev_failures
+        from ratchet.loop.history import champion_dev_failures, champion_dev_source
+        from ratchet.loop.prompt_eval import dev_replies
         from ratchet.targets.examples import json_text
 
+        k = self.link._k()
+        replies = dev_replies(k, *champion_dev_source(k.state())) if k.contract.target.solution_kind == "prompt" \
+            else {}
         out = []
-        for example_id, status in champion_dev_failures(self.link._k().state()):
+        for example_id, status in champion_dev_failures(k.state()):
             ex = self.dev.get(example_id)
-            if ex is not None:
+            if ex is not None and example_id in replies:  # a prompt solution: the model's reply, the check's reason
+                out.append(DevFailure(ex.input, json_text(ex.expected_output), *replies[example_id]))
+            elif ex is not None:
                 out.append(DevFailure(ex.input, json_text(ex.expected_output),
                                       f"(the output is not kept; the example ended: {status})", status))
         return out

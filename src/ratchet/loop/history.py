@@ -72,7 +72,7 @@ def pass_rate(jobs: Iterable[JobFinished], attempt: int, stage: str) -> float | 
         total += len(examples)
         if job.state == "ok":
             passes += sum(1 for entry in examples.values()
-                          if isinstance(entry, list) and len(entry) == 2 and entry[0] is True and entry[1] == "ok")
+                          if isinstance(entry, list) and len(entry) in (2, 4) and entry[0] is True and entry[1] == "ok")
     return passes / total if total else None
 
 
@@ -85,7 +85,7 @@ def failed_examples(jobs: Iterable[JobFinished], attempt: int, stage: str) -> li
         if job.attempt != attempt or job.stage != stage:
             continue
         for example_id, entry in (given(job.examples) or {}).items():
-            status = str(entry[1]) if isinstance(entry, list) and len(entry) == 2 else "unknown"
+            status = str(entry[1]) if isinstance(entry, list) and len(entry) in (2, 4) else "unknown"
             if job.state != "ok":
                 out.append((example_id, job.state))
             elif not (isinstance(entry, list) and entry[0] is True and status == "ok"):

@@ -35,6 +35,7 @@ from ratchet.ledger.lock import RunLock
 from ratchet.ledger.rundir import RATCHET_DIR, RunDir
 from ratchet.ledger.signing import SIGNED_KINDS, Signer, load_signer
 from ratchet.loop.measure import Progress, Runner
+from ratchet.loop.prompt_eval import make_prompt_executor
 from ratchet.targets.base import Jobs
 from ratchet.workspace.git import Git
 
@@ -238,6 +239,9 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     executor, sandbox (probed), cache, index (brought up to date), blobs, git and signer."""
     contract = loaded.contract
     executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids)
+    if contract.target.solution_kind == "prompt":  # the kernel makes the model calls itself
+        executor.close()
+        executor = make_prompt_executor(contract, loaded.root, run.jobs)
     mode = executor.probe_sandbox(contract.sandbox.mode)  # where the jobs run (a cluster's nodes); in run.started
     if mode == "none" and contract.sandbox.mode == "none":
         print("warning: sandbox.mode = 'none': jobs run without isolation from your files and network",

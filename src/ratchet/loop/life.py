@@ -40,6 +40,7 @@ from ratchet.ledger.rundir import ONE_SHOT_MODES, RunDir, list_runs, new_run_id,
 from ratchet.loop.audit_trail import versions
 from ratchet.loop.kernel import SALT_ENV, Clock, Kernel, open_kernel, remove_agent_work_dir, utc_now
 from ratchet.loop.measure import Interrupted
+from ratchet.loop.prompt_eval import make_judge, prompt_record
 from ratchet.loop.warm_start import gather, summary
 from ratchet.targets.base import Target
 from ratchet.targets.checks import CHECKS_VERSION, refuse_other_checks_version
@@ -161,7 +162,8 @@ def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: Ex
             if data is not None:
                 _check_same_examples(kernel, data)
             salt = kernel.state().salt or ""
-            target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
+            target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data,
+                                 judge=make_judge(loaded.contract, loaded.root))
             record_resumed(kernel)
         except BaseException:
             kernel.close()
@@ -178,12 +180,16 @@ def open_campaign(loaded: LoadedContract, git: Git, resume: str | None, data: Ex
     commit = git.head_commit()
     tree = git.tree_of(commit)
     kernel, salt = new_kernel(loaded)
-    target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data)
+    target = make_target(loaded.contract, loaded.root, kernel.sandbox, salt, data,
+                         judge=make_judge(loaded.contract, loaded.root))
     extra = {}
     if data is not None:
         extra["examples"] = {"fingerprint_blob": kernel.blobs.put_json(data.fingerprint),
                              "sizes": data.split.sizes(), "warnings": list(data.examples.warnings),
                              "checks_version": CHECKS_VERSION}
+        prompt = prompt_record(loaded.contract)
+        if prompt is not None:
+            extra["examples"]["prompt"] = prompt
     history = gather(loaded.root, kernel.run.run_id, loaded.contract, tree, git)
     if history is not None:
         extra["warm_start"] = summary(kernel.blobs.put_json(history), history)

@@ -115,6 +115,10 @@ def render_check(out: Console, r: dict[str, Any]) -> None:
             f"[bold]target[/]   benchmark: `{t['command']}` -> {t['metric']} ({t['direction']}), "
             f"seed in ${t['seed_env']}, timeout {t['timeout_s']:g} s, cache {'on' if t['cache'] else 'off'}"
         )
+    elif t.get("solution_kind") == "prompt" and t.get("model"):
+        m = t["model"]
+        out.print(f"[bold]target[/]   examples: {t['examples']} -> prompt {t['solution']} answered by {m['model']} at "
+                  f"{m['base_url']} ({m['samples']} sample(s) per example), split {t['split']}")
     else:
         out.print(f"[bold]target[/]   examples: {t['examples']} -> `python3 {t['solution']}`, split {t['split']}")
     if "examples" in r:

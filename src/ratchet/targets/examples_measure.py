@@ -27,7 +27,7 @@ from ratchet.targets.base import UnitResult
 from ratchet.targets.checks import CheckResult, ScriptRunner, run_checks
 from ratchet.targets.examples import Example
 
-ExampleStatus = Literal["ok", "crash", "timeout", "output_too_large", "missing", "check_error"]
+ExampleStatus = Literal["ok", "crash", "timeout", "output_too_large", "missing", "check_error", "model_error"]
 """How one example's run ended, as the kernel judged it.
 
 ok: the solution exited 0 and every check judged its output (`passed` says whether all passed).
@@ -36,6 +36,8 @@ whole). timeout: the solution ran past `target.timeout_s` (or the shard's job ti
 output_too_large: its stdout passed EXAMPLE_OUTPUT_CAP_BYTES. missing: the shard's output held no
 single valid record for it. check_error: a check could not judge (a custom script crashed or timed
 out, an expected value of a type the check cannot judge); the example counts as failed.
+model_error: a prompt solution's eval model gave no reply (HTTP error, timeout, unreachable server,
+after the client's retries): no verdict on the prompt, a failed measurement (docs/prompts.md).
 """
 
 EXAMPLE_STATUSES: tuple[str, ...] = get_args(ExampleStatus)

@@ -163,11 +163,14 @@ class ExamplesTarget:
         for i, ex in enumerate(order[: looks[-1]]):
             look = next(k for k, n in enumerate(looks) if i < n)
             draws.append(UnitDraw(EXAMPLES_SEED, self._first(attempt, look), ex.id))
-        settings = {"kind": "examples", "solution": self.section.solution, "timeout_s": self.section.timeout_s,
-                    "checks": [c.model_dump() for c in self.section.checks], "sandbox": self.sandbox.mode,
-                    "network": self.sandbox.network}
         return compile_plan(stage=stage, attempt=attempt, trial=trial, champion_tree=champion_tree,
-                            candidate_tree=candidate_tree, target=settings, looks=looks, draws=draws)
+                            candidate_tree=candidate_tree, target=self.plan_settings(), looks=looks, draws=draws)
+
+    def plan_settings(self) -> dict[str, Any]:
+        """What of the target a plan's digest covers (besides trees and units)."""
+        return {"kind": "examples", "solution": self.section.solution, "timeout_s": self.section.timeout_s,
+                "checks": [c.model_dump() for c in self.section.checks], "sandbox": self.sandbox.mode,
+                "network": self.sandbox.network}
 
     def single_side_jobs(self, name: str, tree: str, examples: Sequence[Example], variant: Variant,
                          attempt: int = NO_ATTEMPT) -> list[PlannedJob]:

@@ -87,6 +87,11 @@ def fence(text: str, info: str = "") -> str:
 
 def objective(target: TargetSection) -> str:
     """What is measured, in words."""
+    if target.kind == "examples" and target.solution_kind == "prompt" and target.model is not None:
+        checks = ", ".join(c.type for c in target.checks)
+        return (f"Make the prompt `{target.solution}` pass more examples. It is the system message of the eval "
+                f"model `{target.model.model}`; each example's input reaches the model as the user message "
+                f"(template {target.prompt_template!r}), and the model's reply must pass every check ({checks}).")
     if target.kind == "examples":
         checks = ", ".join(c.type for c in target.checks)
         return (f"Make `{target.solution}` pass more examples. Each example's input reaches it on stdin; "
@@ -94,6 +99,13 @@ def objective(target: TargetSection) -> str:
     better = "larger" if target.direction == "max" else "smaller"
     return (f"Improve the metric `{target.metric}` ({better} is better), printed as JSON by "
             f"`{target.command}`, averaged over seeds you do not choose.")
+
+
+def role(target: TargetSection) -> str:
+    """What the solution file is, for the examples prompt's last line."""
+    if target.solution_kind == "prompt":
+        return "It is the system message the eval model reads before each example's input (plain text, no code)."
+    return "It reads one example's input on stdin and writes its output on stdout."
 
 
 def number(value: float | None) -> str:
@@ -251,7 +263,7 @@ class PromptBuilder:
         """The executor prompt of an examples target (the whole solution file is rewritten)."""
         path = self.target.solution or ""
         files = [(path, solution)] if solution is not None else []
-        return self._fitted("examples", files, objective=objective(self.target), solution=path,
+        return self._fitted("examples", files, objective=objective(self.target), solution=path, role=role(self.target),
                             champion=champion_text(champion), history=history_text(attempts),
                             failures=failures_text(failures), directive=directive_text(directive))
 

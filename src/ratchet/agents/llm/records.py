@@ -15,11 +15,13 @@ import msgspec
 from ratchet.core.budget import Charge, Reservation
 from ratchet.core.payloads import ModelCalled
 
-CallRole = Literal["strategy", "executor", "reformat"]
+CallRole = Literal["strategy", "executor", "reformat", "eval", "judge"]
 """Why a call was made:
 strategy  the round's strategy call, writing directives;
 executor  an attempt's call turning the evidence (and a directive) into a candidate;
-reformat  the one retry of an executor call whose reply did not parse or apply."""
+reformat  the one retry of an executor call whose reply did not parse or apply;
+eval      the kernel's eval model answering an example under a prompt solution (never a ledger record);
+judge     the kernel's judge model scoring an output for an llm_judge check (never a ledger record)."""
 
 CallOutcome = Literal[
     "ok", "budget_refused", "rate_limited", "server_error", "client_error", "config_error", "timeout",

@@ -1,6 +1,7 @@
 """Budgets (pure): one reserve / settle mechanism (`account.py`) and what asks it: the kernel's
 attempts and agents' launches (`jobs.py`: job-units, CPU and wall time, GPU-hours, val trials),
-the llm agent's model calls (`model.py`: calls, tokens, dollars), and which budgets each agent kind
+the llm agent's model calls (`model.py`: calls, tokens, dollars), a prompt solution's eval and judge
+calls (`eval_calls.py`), and which budgets each agent kind
 can enforce with what a command agent's leg is charged (`agent_kinds.py`).
 """
 

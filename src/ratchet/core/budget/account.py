@@ -21,12 +21,14 @@ from typing import Literal, cast, get_args
 from ratchet.core.contract import Contract
 
 ResourceName = Literal["attempts", "job_units", "cpu_hours", "wall_s", "gpu_hours", "val_trials", "model_calls",
-                       "input_tokens", "output_tokens", "usd"]
+                       "input_tokens", "output_tokens", "usd", "eval_calls", "eval_tokens", "eval_usd"]
 """What budgets limit: attempts started, job-units charged, CPU hours, wall seconds, GPU-hours, trials
-on val (examples), model calls, input and output tokens, dollars."""
+on val (examples), model calls, input and output tokens, dollars; a prompt solution's eval and judge
+calls, their tokens and dollars."""
 
 BudgetName = Literal["max_attempts", "max_evaluations", "max_cpu_hours", "max_wall", "max_gpu_hours",
-                     "max_val_trials", "max_model_calls", "max_input_tokens", "max_output_tokens", "max_usd"]
+                     "max_val_trials", "max_model_calls", "max_input_tokens", "max_output_tokens", "max_usd",
+                     "max_eval_calls", "max_eval_tokens", "max_eval_usd"]
 """The `[budget]` keys, in the order a refusal checks them (the name `run.stopped.data.budget` records)."""
 
 BUDGET_NAMES: tuple[BudgetName, ...] = get_args(BudgetName)
@@ -80,6 +82,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("input_tokens", "max_input_tokens", "max_input_tokens", "input tokens"),
     Resource("output_tokens", "max_output_tokens", "max_output_tokens", "output tokens"),
     Resource("usd", "max_usd", "max_usd", "USD", 4, slack=USD_TOLERANCE),
+    Resource("eval_calls", "max_eval_calls", "max_eval_calls", "eval calls"),
+    Resource("eval_tokens", "max_eval_tokens", "max_eval_tokens", "eval tokens"),
+    Resource("eval_usd", "max_eval_usd", "max_eval_usd", "eval USD", 4, slack=USD_TOLERANCE),
 )
 """Every budgeted resource, in the order a refusal checks them (BUDGET_NAMES' order)."""
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ratchet.core.budget.account import Account, BudgetStop, Charge, Reservation, ResourceName, limits_of
+from ratchet.core.budget.eval_calls import EVAL_BASIS, eval_worst_case
 from ratchet.core.contract import Contract
 from ratchet.core.state import BudgetUsed
 
@@ -75,6 +76,7 @@ ATTEMPT_BASIS: Mapping[ResourceName, str] = {
     "cpu_hours": "expected: the mean attempt so far",
     "wall_s": "expected: the mean attempt so far",
     "gpu_hours": "worst case: its jobs at their timeouts",
+    **EVAL_BASIS,
 }
 """How the next attempt's charge is reckoned, per resource (BudgetStop details say it)."""
 
@@ -90,7 +92,8 @@ LAUNCH_BASIS: Mapping[ResourceName, str] = {
 def spent_of(used: BudgetUsed, val_trials: int = 0) -> Charge:
     """What the reducer's BudgetUsed (and `val_trials`, trials on val) spent, as a Charge."""
     return Charge.of(attempts=used.attempts, job_units=used.evaluations, cpu_hours=used.cpu_hours,
-                     gpu_hours=used.gpu_hours, wall_s=used.wall_s, val_trials=val_trials)
+                     gpu_hours=used.gpu_hours, wall_s=used.wall_s, val_trials=val_trials,
+                     eval_calls=used.eval_calls, eval_tokens=used.eval_tokens, eval_usd=used.eval_usd)
 
 
 def exhausted(contract: Contract, used: BudgetUsed, val_trials: int, reserve_units: int, next_units: int,
@@ -102,18 +105,21 @@ def exhausted(contract: Contract, used: BudgetUsed, val_trials: int, reserve_uni
     known in advance, the expected cost (`expected`: the mean attempt so far); the holdout stays
     reserved (`reserve_units` job-units and its expected time). So max_evaluations and max_gpu_hours
     are never exceeded, and a run overshoots max_wall or max_cpu_hours by at most one attempt's
-    deviation from the mean; a stop made before the budget is spent says it is a forecast.
+    deviation from the mean; a stop made before the budget is spent says it is a forecast. A prompt
+    solution's eval calls, tokens and dollars are asked at their worst case for the trial and held for
+    the holdout (`budget.eval_calls`), like job-units.
     `val_trials`: trials measured on val so far (examples targets, one more per attempt). A budget
     of 0 is unlimited (max_attempts is always a limit).
     """
     examples = contract.target.kind == "examples"
     holdout = Charge.of(job_units=reserve_units, cpu_hours=expected.holdout_cpu_h, wall_s=expected.holdout_wall_s,
                         gpu_hours=gpu_hours_worst_case(contract, reserve_units))
+    holdout = holdout + eval_worst_case(contract, reserve_units)
     account = Account(limits_of(contract), spent_of(used, val_trials if examples else 0),
                       {"holdout": Reservation("holdout", holdout, "the holdout")})
     ask = Charge.of(attempts=1, job_units=next_units, cpu_hours=expected.attempt_cpu_h,
                     wall_s=expected.attempt_wall_s, gpu_hours=gpu_hours_worst_case(contract, next_units),
-                    val_trials=1 if examples else 0)
+                    val_trials=1 if examples else 0) + eval_worst_case(contract, next_units)
     return account.refusal(ask, "the next attempt", ATTEMPT_BASIS)
 
 

@@ -136,7 +136,8 @@ def _gate(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | 
 
 STATUS_LABELS = (("failed", "wrong output"), ("crash", "crashed"), ("timeout", "timed out"),
                  ("output_too_large", "output too large"), ("missing", "no record"),
-                 ("check_error", "check_error (a check could not judge)"))
+                 ("check_error", "check_error (a check could not judge)"),
+                 ("model_error", "model_error (the eval model gave no reply)"))
 """How a failed example ended, in the order the report lists them (see targets.examples.status_counts)."""
 
 

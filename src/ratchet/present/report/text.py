@@ -23,6 +23,19 @@ TEST_ONCE = (
 )
 
 
+def samples_of(target: Mapping[str, Any]) -> int:
+    """Replies per example of a prompt solution (`target.model.samples`); 1 for anything else."""
+    model = target.get("model") if target.get("solution_kind") == "prompt" else None
+    return int(model.get("samples") or 1) if isinstance(model, Mapping) else 1
+
+
+def examples_test_words(target: Mapping[str, Any]) -> str:
+    """How an examples gate tests: exact McNemar on pass/fail examples, or the floor test on pass
+    fractions when a prompt solution asks several samples per example (docs/prompts.md)."""
+    n = samples_of(target)
+    return "exact McNemar" if n == 1 else f"the floor test on pass fractions over {n} samples"
+
+
 def headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: int | None = None) -> list[str]:
     """The holdout headline as paragraphs. `status`: the `ratchet status` result; `target`: the
     contract's target section as a dict; `val_trials`: how many candidates an examples run measured
@@ -38,7 +51,8 @@ def headline(status: Mapping[str, Any], target: Mapping[str, Any], val_trials: i
         return [
             f"The final champion against the original baseline on the **test split ({h['units']} examples, "
             f"never seen by any agent or trial)**: pass-rate gain **{fmt_num(h['estimate'])}**{means} "
-            f"(95% interval {fmt_interval(h['interval'])}, exact McNemar one-sided p = {fmt_p(h['p_value'])}).",
+            f"(95% interval {fmt_interval(h['interval'])}, {examples_test_words(target)} one-sided p = "
+            f"{fmt_p(h['p_value'])}).",
             "This is the run's only headline number: the test split was measured once, at the end. The "
             + (f"{val_trials} val trial{'' if val_trials == 1 else 's'} (candidates measured on val)"
                if val_trials is not None else "val trials")
@@ -124,6 +138,8 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: in
             "over a long run: with many attempts, some promotion is likely to be noise."
         )
     test = (gate.get("test") or "guarded_sign_flip") if target.get("kind") != "examples" else "binary"
+    if target.get("kind") == "examples" and samples_of(target) > 1:
+        test = "betting"
     from ratchet.core.stats.guarantee import guarantee as test_guarantee
 
     rule += f" The test: {test_guarantee(test)}"
@@ -131,8 +147,8 @@ def guarantee(gate: Mapping[str, Any], target: Mapping[str, Any], val_trials: in
         made = (f"this run made {val_trials} val trial{'' if val_trials == 1 else 's'} (candidates measured on "
                 "val), every one" if val_trials is not None else "every trial measures")
         return [rule, (
-            f"Examples: {made} on the same val split (exact McNemar on the discordant "
-            "examples); the campaign rule above is what controls the reuse of val across trials, and agents "
+            f"Examples: {made} on the same val split ({examples_test_words(target)}); the campaign rule above "
+            "is what controls the reuse of val across trials, and agents "
             "learn from each verdict, so val estimates are optimistic. "
             "gate.confirm does not apply (there are no fresh units), so promoted estimates are those of "
             "the selecting trial, which are biased upward; the test split, measured once at the end, is "
