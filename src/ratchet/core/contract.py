@@ -134,7 +134,7 @@ class CustomCheck(_CheckBase):
         return check_scope_path(value)
 
 
-class LlmJudgeCheck(_Model):
+class LlmJudgeCheck(_CheckBase):
     """The judge model `[target.judge]` scores the output against the expected one with `rubric`,
     replying JSON {"pass": bool, "reason": str}; a reply of another shape is a check error
     (docs/prompts.md). Prompt solutions only."""
