@@ -2,7 +2,8 @@
 `factory.py`.
 
 Benchmark targets: `benchmark.py` (seeds as units, confirmation on fresh ones), `shell.py` (one
-`/bin/sh -c` job per unit), `metric.py` (the metric read from stdout, pure), `imports.py` (which
+`/bin/sh -c` job per unit), `suite.py` (`[[target.suite]]` members run in the primary's job, pure),
+`metric.py` (the metric read from stdout, pure), `imports.py` (which
 modules in scope a `python FILE` benchmark imports). Examples targets: `examples.py` (the file loaded,
 split and fingerprinted), `examples_target.py` (the target), `examples_measure.py` (a shard job's pure pieces),
 `checks.py` (does an output pass `[[target.checks]]`), `shard_runner.py` (runs a solution per
