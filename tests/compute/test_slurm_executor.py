@@ -21,8 +21,9 @@ from ratchet.compute import slurm
 from ratchet.compute.base import ArtifactSpec, Resources, SandboxSpec
 from ratchet.compute.env import job_env
 from ratchet.compute.job_programs import job_programs
-from ratchet.compute.slurm import SlurmExecutor, max_poll_rounds
+from ratchet.compute.slurm import SlurmExecutor
 from ratchet.compute.slurm_states import parse_show_job
+from ratchet.compute.slurm_tasks import max_poll_rounds
 from ratchet.core.contract import SlurmSection
 from ratchet.core.errors import SandboxError
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from ratchet.compute.slurm import max_poll_rounds
 from ratchet.compute.slurm_states import (
     TaskRecord,
     compose_result,
@@ -18,6 +17,7 @@ from ratchet.compute.slurm_states import (
     split_arrays,
     time_limit_minutes,
 )
+from ratchet.compute.slurm_tasks import max_poll_rounds
 
 OOM_REPLY = (
     "JobId=2 ArrayJobId=1 ArrayTaskId=0 JobName=t.sh UserId=root(0) GroupId=root(0) MCS_label=N/A "

@@ -18,7 +18,7 @@ import pytest
 from helpers import events, interrupted_at, ratchet, rechain, set_contract
 from test_slurm_campaign import PROBLEM
 
-from ratchet.compute.slurm import run_token
+from ratchet.compute.slurm_calls import run_token
 from ratchet.loop.kernel import CRASH_AT_ENV
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")]
