@@ -10,8 +10,9 @@ to bind), `job_programs.py` (a job's `python3` and the command's program as the 
 and the prefixes a sandboxed job binds for them), `env.py` (a job's environment), `gpus.py` (GPU devices),
 `slurm.py` (the Slurm executor: waits on job arrays, re-attaches, cancels) with `slurm_arrays.py`
 (submitting an array: job directories, the wrapper, sbatch), `slurm_calls.py` (the scheduler's
-commands, counted; the run's token), `slurm_tasks.py` (a task's files and record read into its
-result), `slurm_states.py` (what Slurm says, pure) and `slurm_task.py` (the wrapper a Slurm task runs),
+commands, counted, and what they read of the cluster; the run's token), `slurm_tasks.py` (a task's
+files and record read into its result), `slurm_states.py` (what Slurm says, pure) and
+`slurm_task.py` (the wrapper a Slurm task runs),
 `cache.py` (the measurement cache).
 
 Effects: starts, supervises and kills processes (locally, or through sbatch / scontrol / scancel);

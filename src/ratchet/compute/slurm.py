@@ -31,6 +31,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ratchet.compute.artifacts import collect_artifacts
@@ -61,12 +62,18 @@ from ratchet.compute.slurm_calls import Scheduler, SchedulerError, run_token
 from ratchet.compute.slurm_states import (
     DEFAULT_MAX_ARRAY_SIZE,
     TaskRecord,
+    index_ranges,
     max_array_size,
+    min_job_age_s,
     parse_show_job,
+    poll_bounds,
+    poll_ceiling_s,
     split_arrays,
+    unavailable_nodes,
 )
 from ratchet.compute.slurm_tasks import (
     BACKOFF_FACTOR,
+    EARLY_POLLS,
     SlurmBatch,
     Task,
     read_outcome,
@@ -83,6 +90,14 @@ FORGOTTEN_GRACE_S = 10.0
 """Seconds a task the scheduler no longer knows may take to show its outcome file (a shared
 filesystem's attribute cache) before it is declared `unknown`."""
 
+OUTCOME_CHECK_S = 0.1
+"""Seconds between looks at the open tasks' outcome files while waiting for the next poll."""
+
+OUTCOME_SETTLE_S = 0.3
+"""Seconds from the last open task's outcome file appearing to the poll it brings forward (the
+wrapper exits and the scheduler records the end meanwhile); doubled for each poll brought
+forward before."""
+
 SCHEDULER_UNREACHABLE_S = 900.0
 """Seconds of failed scheduler polls after which the unfinished tasks end `unknown`."""
 
@@ -96,14 +111,19 @@ class SlurmExecutor:
         cap when smaller).
     settings: `[compute.slurm]` of the contract (partition, account, qos, extra_args, poll, grace).
     scheduler_calls: how many scheduler commands this executor ran (`calls` by command name).
-    token: the job name of its arrays (`run_token(jobs_dir)`), checked on reattach and every poll.
+    token: the job name of its arrays, checked on reattach and every poll: the one the run's
+        ledger recorded (`run.started` job_token) when given, else `run_token(jobs_dir)`.
+    poll_below_min_job_age: keep the poll interval below the cluster's MinJobAge (`poll_bounds`);
+        early_polls: bring a poll forward when a task's outcome file appears (`_sleep`); tests turn
+        both off to let the controller forget an ended task before it is polled.
     """
 
     backend = "slurm"
     jobs_outlive_kernel = True  # the scheduler keeps running them
     external_ids_are_pids = False
 
-    def __init__(self, jobs_dir: Path, max_parallel: int, settings: SlurmSection | None = None):
+    def __init__(self, jobs_dir: Path, max_parallel: int, settings: SlurmSection | None = None,
+                 token: str | None = None):
         if max_parallel < 1:
             raise RatchetError("compute.max_parallel", f"compute.max_parallel is {max_parallel}; it must be >= 1")
         self.jobs_dir = Path(jobs_dir)
@@ -113,10 +133,12 @@ class SlurmExecutor:
         self._known: dict[str, str] = {}  # job_id -> external id, for cancel(ids)
         self._arrays: set[str] = set()
         self._ours: set[str] = set()  # arrays submitted here or verified by name: the only ones scancelled
-        self.token = run_token(self.jobs_dir)
+        self.token = token or run_token(self.jobs_dir)
         self._cancelled: set[str] = set()
         self._unschedulable: set[str] = set()  # arrays cancelled because they can never start
         self._max_array_size: int | None = None  # read once (`_array_limit`)
+        self.poll_below_min_job_age = True  # tests turn it off to let the controller forget a task
+        self.early_polls = True  # and this (`_sleep`)
         self._wake = threading.Event()
         self._stopping = False  # cancel() of everything was called: a stop
         self._closed = False
@@ -197,16 +219,26 @@ class SlurmExecutor:
 
     def _array_limit(self) -> int:
         """The most tasks one array may hold: `settings.max_array_size`, else the cluster's
-        MaxArraySize read once (`scontrol show config`, cached), else DEFAULT_MAX_ARRAY_SIZE."""
+        MaxArraySize (`cluster_config`), else DEFAULT_MAX_ARRAY_SIZE."""
         if self._max_array_size is None:
             found = self.settings.max_array_size
             if found is None:
-                try:
-                    found = max_array_size(self.scheduler.call("config", ["scontrol", "show", "config"]))
-                except SchedulerError:
-                    found = None
+                found = max_array_size(self.cluster_config())
             self._max_array_size = found or DEFAULT_MAX_ARRAY_SIZE
         return self._max_array_size
+
+    def cluster_config(self) -> str:
+        """`scontrol show config`, read once (`Scheduler.config`)."""
+        return self.scheduler.config()
+
+    def poll_bounds(self) -> tuple[float, float]:
+        """(first, longest) poll interval in seconds: `poll_min_s` and `poll_max_s`, clamped below
+        the cluster's MinJobAge (`slurm_states.poll_ceiling_s`) so that a task ending between two
+        polls is seen before the controller forgets it (unless `poll_below_min_job_age` is off)."""
+        s = self.settings
+        if not self.poll_below_min_job_age:
+            return s.poll_min_s, s.poll_max_s
+        return poll_bounds(s.poll_min_s, s.poll_max_s, poll_ceiling_s(min_job_age_s(self.cluster_config())))
 
     def shape_problem(self, resources: Resources, timeout_s: float) -> str | None:
         """Whether a job of this shape could ever run on the cluster (`slurm_arrays.shape_problem`:
@@ -231,7 +263,7 @@ class SlurmExecutor:
         return [t.result for t in pending.tasks if t.result is not None]
 
     def _poll_until_done(self, batch: SlurmBatch) -> None:
-        interval = self.settings.poll_min_s
+        interval, longest = self.poll_bounds()
         failing_since: float | None = None
         while True:
             open_tasks = [t for t in batch.tasks if t.result is None]
@@ -255,9 +287,30 @@ class SlurmExecutor:
                     self._finish(task, None, None, batch.on_result)
                 return
             if any(t.result is None for t in batch.tasks):
-                self._wake.wait(interval)
+                self._sleep(batch, interval, EARLY_POLLS - batch.early_polls)
+                interval = min(longest, interval * BACKOFF_FACTOR)
+
+    def _sleep(self, batch: SlurmBatch, interval: float, early: int) -> None:
+        """Wait `interval` seconds for the next poll, or less: a `cancel` wakes it, and so does
+        every open task having written its outcome file (looked at every OUTCOME_CHECK_S, the
+        last-submitted first, so usually one file), when `early` polls are left: the poll then comes
+        OUTCOME_SETTLE_S x 2^(polls brought forward so far) later, time for the scheduler to record
+        the ends. No scheduler call is made to wait."""
+        deadline = time.monotonic() + interval
+        open_tasks = [t for t in reversed(batch.tasks) if t.result is None] if self.early_polls else []
+        brought = EARLY_POLLS - early
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if self._wake.wait(min(deadline - now, OUTCOME_CHECK_S)):
                 self._wake.clear()
-                interval = min(self.settings.poll_max_s, interval * BACKOFF_FACTOR)
+                return
+            if early > 0 and open_tasks and all(JobFiles.of(self.jobs_dir, t.job_id).outcome.exists()
+                                                for t in open_tasks):
+                deadline = min(deadline, time.monotonic() + OUTCOME_SETTLE_S * 2 ** brought)
+                batch.early_polls += 1
+                open_tasks = []
 
     def _show_array(self, array_id: str) -> dict[int, TaskRecord] | None:
         """The array's task records ({} when the scheduler forgot the whole array; None when the
@@ -290,6 +343,8 @@ class SlurmExecutor:
     def _settle(self, task: Task, record: TaskRecord | None, on_result: OnResult | None) -> None:
         """Give `task` its result if it ended (or was forgotten for FORGOTTEN_GRACE_S), or if the
         scheduler says it can never start (`unschedulable`: its array is cancelled)."""
+        if record is not None and record.base_state == "PENDING" and self._nodes_missing(record.reason):
+            record = replace(record, nodes_missing=True)
         if record is not None and record.never_starts:
             self._refuse_array(task.array_id)
         elif record is not None and not record.terminal:
@@ -302,6 +357,13 @@ class SlurmExecutor:
             if now - task.missing_since < FORGOTTEN_GRACE_S:
                 return
         self._finish(task, outcome, record, on_result)
+
+    def _nodes_missing(self, reason: str) -> bool:
+        """Whether a ReqNodeNotAvail `reason` names a node the cluster does not have
+        (`Scheduler.node_names`; False when the nodes cannot be read)."""
+        named = unavailable_nodes(reason)
+        nodes = self.scheduler.node_names() if named else None
+        return nodes is not None and bool(nodes) and any(name not in nodes for name in named)
 
     def _refuse_array(self, array_id: str) -> None:
         """Cancel an array whose tasks can never start (one scancel per array: its tasks share one
@@ -362,20 +424,34 @@ class SlurmExecutor:
         task.json. Each array is checked first (one `scontrol show job`): Raises SchedulerError
         `slurm.foreign_job`, before anything is re-attached, when one is not this run's (see the
         module docstring); an array the scheduler forgot is collected from its outcome files and
-        never scancelled."""
+        never scancelled. Tasks still held (a kernel killed between recording an array and
+        releasing it) are released when recorded, and scancelled when not (they never ran; the
+        kernel submits their jobs afresh). Raises SchedulerError `slurm.release` when a release
+        fails."""
         tasks = []
         parsed: list[tuple[str, str, str, int]] = []
         for job_id, external in recorded.items():
             array_id, sep, index = external.partition("_")
             if sep and array_id.isdigit() and index.isdigit():
                 parsed.append((job_id, external, array_id, int(index)))
-        for array in sorted({p[2] for p in parsed}):
-            self._show_array(array)
+        shown = {array: self._show_array(array) for array in sorted({p[2] for p in parsed})}
+        for array, records in shown.items():  # every array was checked ours before any is touched
+            if records:
+                self._release_held(array, records, {p[3] for p in parsed if p[2] == array})
         for job_id, external, array_id, position in parsed:
             tasks.append(reattached_task(self.jobs_dir, job_id, array_id, position))
             self._known[job_id] = external
             self._arrays.add(array_id)
         return Batch(tuple(t.job_id for t in tasks), SlurmBatch(tasks, on_result, sorted({t.array_id for t in tasks})))
+
+    def _release_held(self, array_id: str, records: Mapping[int, TaskRecord], recorded: set[int]) -> None:
+        """Release the held tasks (Reason JobHeldUser: sbatch --hold) of a re-attached array whose
+        ids are `recorded`, scancel the held ones that are not."""
+        held = {i for i, r in records.items() if r.base_state == "PENDING" and r.reason == "JobHeldUser"}
+        if held & recorded:
+            self.scheduler.call("release", ["scontrol", "release", f"{array_id}_[{index_ranges(held & recorded)}]"])
+        if held - recorded:
+            self._scancel([f"{array_id}_[{index_ranges(held - recorded)}]"])
 
     def cancel(self, ids: Iterable[str] | None = None) -> None:
         """scancel exactly the tasks of the named jobs (None: every array this executor submitted

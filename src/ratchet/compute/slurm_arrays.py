@@ -140,7 +140,10 @@ def shape_problem(scheduler: Scheduler, settings: SlurmSection, resources: Resou
     minutes = time_limit_minutes(timeout_s, settings.time_grace_s)
     options = shape_options(settings, (minutes, resources.cpus, resources.memory_mb, resources.gpus), 1, 1)
     argv = ["sbatch", "--test-only", *options, "--output=/dev/null", "--wrap", "true"]
-    proc = scheduler.attempt("test_only", argv)
+    try:
+        proc = scheduler.attempt("test_only", argv)
+    except SchedulerError as exc:
+        raise SchedulerError("slurm.test_only", exc.message, hint=exc.hint) from exc
     if proc.returncode == 0:
         return None
     said = " ".join(line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip())

@@ -8,8 +8,10 @@ Effects: runs Slurm's client commands.
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,15 +21,43 @@ SCHEDULER_CALL_TIMEOUT_S = 60.0
 """Seconds one sbatch / scontrol / scancel call may take before it counts as failed."""
 
 
+NODES_REREAD_S = 60.0
+"""Seconds the cluster's node names are kept before `Scheduler.node_names` reads them again."""
+
+
 class SchedulerError(RatchetError):
     """A Slurm command failed (code `slurm.<command>`), with the command's stderr."""
 
 
 class Scheduler:
-    """Runs scheduler commands and counts them (`calls`: command name -> calls)."""
+    """Runs scheduler commands and counts them (`calls`: command name -> calls); keeps what it
+    read of the cluster (`config`, `node_names`)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self._config: str | None = None
+        self._nodes: tuple[float, frozenset[str]] | None = None
+
+    def config(self) -> str:
+        """`scontrol show config`, read once and kept ("" when it cannot be read)."""
+        if self._config is None:
+            try:
+                self._config = self.call("config", ["scontrol", "show", "config"])
+            except SchedulerError:
+                self._config = ""
+        return self._config
+
+    def node_names(self) -> frozenset[str] | None:
+        """The cluster's node names (`scontrol -o show node`), read again once NODES_REREAD_S old;
+        None when they cannot be read."""
+        now = time.monotonic()
+        if self._nodes is None or now - self._nodes[0] > NODES_REREAD_S:
+            try:
+                text = self.call("nodes", ["scontrol", "-o", "show", "node"])
+            except SchedulerError:
+                return None
+            self._nodes = (now, frozenset(re.findall(r"(?:^|\s)NodeName=(\S+)", text)))
+        return self._nodes[1]
 
     def call(self, name: str, argv: list[str]) -> str:
         """Run one scheduler command (counted under `name`); its stdout. Raises SchedulerError

@@ -20,6 +20,10 @@ from ratchet.core.jobfiles import JobFiles
 BACKOFF_FACTOR = 1.5
 """Poll interval growth per round, from poll_min_s up to poll_max_s (see `max_poll_rounds`)."""
 
+EARLY_POLLS = 5
+"""Polls per batch that may come before their time because every open task has written its
+outcome file (the batch may be over: its end is seen at once, not up to poll_max_s later)."""
+
 
 @dataclass
 class Task:
@@ -48,6 +52,7 @@ class SlurmBatch:
     tasks: list[Task]
     on_result: OnResult | None
     arrays: list[str] = field(default_factory=list)
+    early_polls: int = 0  # polls brought forward because every open task had written its outcome
 
 
 def read_outcome(jobs_dir: Path, task: Task, record: TaskRecord | None) -> dict | None:
@@ -93,9 +98,9 @@ def reattached_task(jobs_dir: Path, job_id: str, array_id: str, index: int) -> T
 def max_poll_rounds(elapsed_s: float, poll_min_s: float, poll_max_s: float) -> int:
     """The most polls `wait` makes per array over `elapsed_s` seconds: the rounds of geometric
     growth (factor BACKOFF_FACTOR) from poll_min_s to poll_max_s, then one per poll_max_s, plus the
-    first and the last."""
+    first and the last, plus EARLY_POLLS brought forward."""
     growth = math.ceil(math.log(poll_max_s / poll_min_s, BACKOFF_FACTOR)) if poll_max_s > poll_min_s else 0
-    return growth + math.ceil(elapsed_s / poll_max_s) + 2
+    return growth + math.ceil(elapsed_s / poll_max_s) + 2 + EARLY_POLLS
 
 
 def _tail(path: Path) -> str:
