@@ -81,6 +81,7 @@ def test_check_says_when_polls_are_clamped_below_min_job_age(make_repo, tmp_path
     set_contract(root, append=SHAPE.format(compute="", slurm="").replace("poll_max_s = 2.0", "poll_max_s = 150.0"))
     code, out, err = ratchet("check", str(root), timeout=120)
     assert code == 0, err
-    age = out["compute"]["polls"]["min_job_age_s"]
-    assert age and out["compute"]["polls"]["max_s"] == age / 2, out["compute"]
-    assert any("MinJobAge" in w and "forgotten before it is seen" in w for w in out["warnings"]), out["warnings"]
+    report = out["result"]
+    age = report["compute"]["polls"]["min_job_age_s"]
+    assert age and report["compute"]["polls"]["max_s"] == age / 2, report["compute"]
+    assert any("MinJobAge" in w and "forgotten before it is seen" in w for w in report["warnings"]), report["warnings"]
