@@ -2,11 +2,14 @@
 
 Runs the same 40 jobs (`sleep 0.2`) through LocalExecutor and through SlurmExecutor (the
 [compute.slurm] defaults: polls from 0.5 s growing to 15 s, capped at half the cluster's MinJobAge)
-with max_parallel 8 and 2, median of REPEATS runs, the runners alternating (local, slurm, local,
-...) so a change in the machine's load hits both; every run in a fresh process. Prints a markdown
-table of wall times, the per-job overhead ((wall on Slurm - wall locally) / jobs) and the scheduler
-calls a Slurm run made. Target: <= 0.15 s per job at max_parallel 8. Needs a reachable cluster
-(`make slurm-up`); without one it writes why and exits 0.
+with max_parallel 8 and 2, median of REPEATS runs, the runners alternating (local, slurm,
+plain, local, ...) so a change in the machine's load hits both; every run in a fresh process. Also the floor
+the cluster itself sets: the same jobs as one plain `sbatch --array=0-39%K` (no wrapper, no
+polling; its end seen within 50 ms from files the tasks touch). Prints a markdown table of wall
+times, the per-job overhead ((wall on Slurm - wall locally) / jobs), Ratchet's share of it ((wall
+on Slurm - the plain array) / jobs) and the scheduler calls a Slurm run made. Target: <= 0.15 s
+per job at max_parallel 8. Needs a reachable cluster (`make slurm-up`); without one it writes why
+and exits 0.
 
     python benchmarks/slurm_overhead.py [--repeats 3] [--quick]
 """
@@ -52,6 +55,18 @@ def cluster_problem() -> str | None:
     return None
 
 
+def plain_array(root: Path, parallel: int, jobs: int) -> float:
+    """Wall seconds of the same jobs as one plain sbatch array (the cluster's own floor), until every
+    task has touched its file."""
+    start = time.perf_counter()
+    subprocess.run(["sbatch", "--parsable", f"--array=0-{jobs - 1}%{parallel}", "--time=1", "--export=NIL",
+                    "--job-name=ratchet-bench-floor", "--output=/dev/null", f"--chdir={root}", "--wrap",
+                    f"sleep {DURATION_S}; touch {root}/done-$SLURM_ARRAY_TASK_ID"], check=True, capture_output=True)
+    while len(list(root.glob("done-*"))) < jobs:
+        time.sleep(0.05)
+    return time.perf_counter() - start
+
+
 def child(runner: str, parallel: int, jobs: int) -> dict[str, object]:
     """One run in this (fresh) process: wall seconds and, on Slurm, the scheduler calls by command."""
     from ratchet.compute.local import LocalExecutor
@@ -59,6 +74,8 @@ def child(runner: str, parallel: int, jobs: int) -> dict[str, object]:
 
     root = Path(tempfile.mkdtemp(prefix="ratchet-bench-slurm-"))
     try:
+        if runner == "plain":
+            return {"wall": plain_array(root, parallel, jobs), "calls": {}}
         work = root / "work"
         work.mkdir()
         specs = [JobSpec(f"j{i}", ("/bin/sh", "-c", f"sleep {DURATION_S}"), work,
@@ -106,29 +123,32 @@ def main() -> None:
     jobs = QUICK_JOBS if args.quick else JOBS
     rows, checks = [], []
     for parallel in PARALLEL:
-        runs: dict[str, list[dict]] = {"local": [], "slurm": []}
+        runs: dict[str, list[dict]] = {"local": [], "slurm": [], "plain": []}
         for _ in range(repeats):
             for runner in runs:  # alternating, so a change of load hits both
                 runs[runner].append(measure(runner, parallel, jobs))
         local = statistics.median(m["wall"] for m in runs["local"])
         slurm = statistics.median(m["wall"] for m in runs["slurm"])
+        plain = statistics.median(m["wall"] for m in runs["plain"])
         per_job = (slurm - local) / jobs
         calls = runs["slurm"][len(runs["slurm"]) // 2]["calls"]
         rows.append([str(parallel), f"{local:.2f}", f"{slurm:.2f}",
-                     " / ".join(f"{m['wall']:.2f}" for m in runs["slurm"]), f"**{per_job:.3f}**",
-                     ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))])
+                     " / ".join(f"{m['wall']:.2f}" for m in runs["slurm"]), f"{plain:.2f}", f"**{per_job:.3f}**",
+                     f"{(slurm - plain) / jobs:.3f}", ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))])
         if parallel == 8:
             checks.append([f"max_parallel {parallel}", f"{per_job:.3f}",
                            "met" if per_job <= TARGET_S_PER_JOB else "MISSED"])
     head = (
         f"{jobs} jobs of `sleep {DURATION_S:g}`, median of {repeats} runs per runner, runners alternating; every "
         "run in a fresh process. Slurm: the one-node test cluster (scripts/slurm-cluster.sh) on this machine, "
-        "[compute.slurm] defaults. *Overhead per job*: (wall on Slurm - wall locally) / jobs.\n\n"
+        "[compute.slurm] defaults. *Overhead per job*: (wall on Slurm - wall locally) / jobs. *Plain sbatch array*: "
+        "the same jobs as one `sbatch --array` without Ratchet (no wrapper, no polling): the cluster's own floor; "
+        "*Ratchet's share*: (wall on Slurm - plain array) / jobs.\n\n"
         f"## Target: <= {TARGET_S_PER_JOB} s per job at max_parallel 8\n\n"
         + table(["case", "s per job", "target"], checks)
         + "\n## Wall time\n\n"
-        + table(["max_parallel", "local s", "slurm s", "slurm runs s", "overhead s per job",
-                 "scheduler calls (a median run)"], rows, "rrrrrl")
+        + table(["max_parallel", "local s", "slurm s", "slurm runs s", "plain sbatch array s", "overhead s per job",
+                 "Ratchet's share s per job", "scheduler calls (a median run)"], rows, "rrrrrrrl")
     )
     save(name, title, head)
 

@@ -11,8 +11,8 @@ outcome.json`. `wait` polls the scheduler with one `scontrol -o show job <array>
 array per round, the interval growing by BACKOFF_FACTOR per round from `poll_min_s` to `poll_max_s`
 (so a batch running T seconds costs at most `max_poll_rounds(T)` calls per array, however many
 tasks it has; both intervals kept at most half the cluster's MinJobAge, and a poll brought forward
-when every open task has written its outcome file), until every task is in a terminal state; then the outcome file and the scheduler's
-word make the JobResult (`slurm_states.compose_result`), also written to
+when every open task has written its outcome file), until every task is in a terminal state;
+then the outcome file and the scheduler's word make the JobResult (`slurm_states.compose_result`), also written to
 `jobs_dir/<job_id>/result.json` as locally, and the job's artifacts (`spec.artifacts`) are
 collected from its workdir. `scheduler_calls` counts every sbatch, scontrol and scancel call.
 
