@@ -74,12 +74,12 @@ from ratchet.compute.slurm_states import (
 )
 from ratchet.compute.slurm_tasks import (
     BACKOFF_FACTOR,
-    EARLY_POLLS,
     SlurmBatch,
     Task,
     read_outcome,
     reattached_task,
     task_result,
+    wait_for_poll,
 )
 from ratchet.core.contract import SlurmSection
 from ratchet.core.errors import RatchetError, SandboxError
@@ -90,14 +90,6 @@ __all__ = ["SchedulerError", "SlurmExecutor", "run_token"]
 FORGOTTEN_GRACE_S = 10.0
 """Seconds a task the scheduler no longer knows may take to show its outcome file (a shared
 filesystem's attribute cache) before it is declared `unknown`."""
-
-OUTCOME_CHECK_S = 0.1
-"""Seconds between looks at the open tasks' outcome files while waiting for the next poll."""
-
-OUTCOME_SETTLE_S = 0.3
-"""Seconds from the last open task's outcome file appearing to the poll it brings forward (the
-wrapper exits and the scheduler records the end meanwhile); doubled for each poll brought
-forward before."""
 
 SCHEDULER_UNREACHABLE_S = 900.0
 """Seconds of failed scheduler polls after which the unfinished tasks end `unknown`."""
@@ -288,30 +280,8 @@ class SlurmExecutor:
                     self._finish(task, None, None, batch.on_result)
                 return
             if any(t.result is None for t in batch.tasks):
-                self._sleep(batch, interval, EARLY_POLLS - batch.early_polls)
+                wait_for_poll(self._wake, self.jobs_dir, batch, interval, self.early_polls)
                 interval = min(longest, interval * BACKOFF_FACTOR)
-
-    def _sleep(self, batch: SlurmBatch, interval: float, early: int) -> None:
-        """Wait `interval` seconds for the next poll, or less: a `cancel` wakes it, and so does
-        every open task having written its outcome file (looked at every OUTCOME_CHECK_S, the
-        last-submitted first, so usually one file), when `early` polls are left: the poll then comes
-        OUTCOME_SETTLE_S x 2^(polls brought forward so far) later, time for the scheduler to record
-        the ends. No scheduler call is made to wait."""
-        deadline = time.monotonic() + interval
-        open_tasks = [t for t in reversed(batch.tasks) if t.result is None] if self.early_polls else []
-        brought = EARLY_POLLS - early
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                return
-            if self._wake.wait(min(deadline - now, OUTCOME_CHECK_S)):
-                self._wake.clear()
-                return
-            if early > 0 and open_tasks and all(JobFiles.of(self.jobs_dir, t.job_id).outcome.exists()
-                                                for t in open_tasks):
-                deadline = min(deadline, time.monotonic() + OUTCOME_SETTLE_S * 2 ** brought)
-                batch.early_polls += 1
-                open_tasks = []
 
     def _show_array(self, array_id: str) -> dict[int, TaskRecord] | None:
         """The array's task records ({} when the scheduler forgot the whole array; None when the

@@ -1,6 +1,7 @@
 """One Slurm task as the executor waits for it: the task and batch records, how a task's files
 (its wrapper's outcome.json, its stdout, Slurm's log of the task) and the scheduler's record become
-its JobResult, a re-attached task read back from its task.json, and the bound on poll rounds.
+its JobResult, a re-attached task read back from its task.json, the wait between two polls
+(brought forward when every open task has written its outcome) and the bound on poll rounds.
 
 Effects: reads a task's files under `jobs_dir`.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,6 +22,14 @@ from ratchet.core.jobfiles import JobFiles
 
 BACKOFF_FACTOR = 1.5
 """Poll interval growth per round, from poll_min_s up to poll_max_s (see `max_poll_rounds`)."""
+
+OUTCOME_CHECK_S = 0.1
+"""Seconds between looks at the open tasks' outcome files while waiting for the next poll."""
+
+OUTCOME_SETTLE_S = 0.3
+"""Seconds from the last open task's outcome file appearing to the poll it brings forward (the
+wrapper exits and the scheduler records the end meanwhile); doubled for each poll brought
+forward before."""
 
 EARLY_POLLS = 5
 """Polls per batch that may come before their time because every open task has written its
@@ -93,6 +104,29 @@ def reattached_task(jobs_dir: Path, job_id: str, array_id: str, index: int) -> T
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Task(job_id, array_id, index, 0.0)
     return Task(job_id, array_id, index, timeout_s, workdir=workdir, artifacts=artifacts)
+
+
+def wait_for_poll(wake: threading.Event, jobs_dir: Path, batch: SlurmBatch, interval: float, early: bool) -> None:
+    """Wait `interval` seconds for the next poll of `batch`, or less: `wake` being set (a cancel)
+    ends the wait, and so does, with `early` and while the batch has brought fewer than EARLY_POLLS
+    polls forward, every open task having written its outcome file (looked at every
+    OUTCOME_CHECK_S, the last-submitted first, so usually one file): the poll then comes
+    OUTCOME_SETTLE_S x 2^(polls brought forward so far) later, time for the scheduler to record the
+    ends. No scheduler call is made to wait."""
+    deadline = time.monotonic() + interval
+    watched = [t for t in reversed(batch.tasks) if t.result is None]
+    watched = watched if early and batch.early_polls < EARLY_POLLS else []
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return
+        if wake.wait(min(deadline - now, OUTCOME_CHECK_S)):
+            wake.clear()
+            return
+        if watched and all(JobFiles.of(jobs_dir, t.job_id).outcome.exists() for t in watched):
+            deadline = min(deadline, time.monotonic() + OUTCOME_SETTLE_S * 2 ** batch.early_polls)
+            batch.early_polls += 1
+            watched = []
 
 
 def max_poll_rounds(elapsed_s: float, poll_min_s: float, poll_max_s: float) -> int:
