@@ -7,8 +7,8 @@ benchmarks/results/run_all.md: what ran, how long each took, the total. `make be
 its results go to results/*-quick.md (git-ignored) and leave the full results alone. A full run
 takes about 28 minutes on 2 cores: 2.5-4 of them the digits campaign (its max_wall is 2 minutes),
 about 5 the kernel overhead (3 x 1,001 jobs each way), about 2 the guard calibration, about 3 the
-skewed nulls, about 3 the adaptive agents, about 3 the overlapping attempts (more when other
-processes load the CPUs).
+skewed nulls, about 3 the Slurm overhead (with a cluster up, `make slurm-up`; skipped otherwise),
+about 3 the adaptive agents, about 3 the overlapping attempts (more when other processes load the CPUs).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ SCRIPTS = {
     "adaptive_examples": "adaptive agents against the examples gate: false promotions and power, before and after",
     "concurrent_levels": "levels when attempts overlap: false promotions at 1, 4 and 16 workers",
     "executor_overhead": "LocalExecutor against xargs -P 2, with and without bwrap (§4a)",
+    "slurm_overhead": "SlurmExecutor on the one-node cluster against LocalExecutor, 40 jobs of 0.2 s",
     "ledger_costs": "ledger append, replay and `ratchet status` on 100,000 events (§4b-d)",
     "kernel_overhead": "`ratchet run` of ~1,000 50 ms jobs against xargs -P 2 + bwrap (§4e)",
     "digits_example": "the bundled digits campaign, run once (§5)",

@@ -15,7 +15,7 @@ from ratchet.compute.outcome import QUOTED_STDERR_CHARS, stderr_excerpt
 from ratchet.core import jobfiles
 from ratchet.core.jobfiles import JobFiles, pid_file
 
-WRAPPER_OWN = frozenset({"TIMEOUT_EXIT"})
+WRAPPER_OWN = frozenset({"TIMEOUT_EXIT", "SCONTROL_TIMEOUT_S", "SCONTROL_PATH", "WAIT_STEP_MIN_S", "WAIT_STEP_MAX_S"})
 """The wrapper's upper-case names that are its own, not copies of the kernel's."""
 
 

@@ -5,6 +5,7 @@ death. Skipped, with the reason, when no cluster is reachable."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,9 @@ from ratchet.compute import slurm
 from ratchet.compute.base import ArtifactSpec, Resources, SandboxSpec
 from ratchet.compute.env import job_env
 from ratchet.compute.job_programs import job_programs
-from ratchet.compute.slurm import SlurmExecutor, max_poll_rounds
+from ratchet.compute.slurm import SlurmExecutor
 from ratchet.compute.slurm_states import parse_show_job
+from ratchet.compute.slurm_tasks import max_poll_rounds
 from ratchet.core.contract import SlurmSection
 from ratchet.core.errors import SandboxError
 
@@ -152,11 +154,14 @@ jobs, work, counters, recorded = map(Path, sys.argv[1:5])
 specs = [JobSpec(f"k{i}", ("/bin/sh", "-c", f'echo run >> {counters}/k{i}; sleep 2; echo done-k{i}'), work,
                  job_env("RATCHET_SEED", i, f"k{i}", "candidate", str(i)), 60.0) for i in range(4)]
 ex = SlurmExecutor(jobs, 4, SlurmSection(poll_min_s=0.2, poll_max_s=2.0, time_grace_s=0.0))
+die_at = int(os.environ.get("DIE_AT_RECORD", "0"))  # >0: killed after recording that many, before the release
 with open(recorded, "a") as ledger:
     def on_submit(job_id, external_id):
         ledger.write(f"{job_id} {external_id}\\n")
         ledger.flush()
         os.fsync(ledger.fileno())
+        if sum(1 for _ in open(recorded)) == die_at:
+            os.kill(os.getpid(), signal.SIGKILL)
     ex.submit(specs, on_submit)
 os.kill(os.getpid(), signal.SIGKILL)
 """
@@ -179,6 +184,60 @@ def test_reattach_after_kernel_death_collects_without_resubmitting(work, jobs_di
     assert [r.stdout_tail for r in results] == [f"done-{j}\n" for j in ids]
     assert [r.external_id for r in results] == list(ids.values())
     assert all((counters / j).read_text() == "run\n" for j in ids), "each task ran exactly once"
+
+
+def test_a_kernel_killed_before_releasing_its_array_leaves_nothing_held_after_reattach(work, jobs_dir, tmp_path):
+    """Killed while recording the ids of a held array (3 of 4 recorded, none released): reattach
+    releases the recorded tasks and scancels the one never recorded (its job is submitted afresh)."""
+    counters, recorded = tmp_path / "counters", tmp_path / "recorded"
+    counters.mkdir()
+    proc = subprocess.run([sys.executable, "-c", KERNEL, str(jobs_dir), str(work), str(counters), str(recorded)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "DIE_AT_RECORD": "3"})
+    assert proc.returncode == -9, proc.stderr
+    ids = dict(line.split() for line in recorded.read_text().splitlines())
+    assert sorted(ids) == ["k0", "k1", "k2"]
+    array = ids["k0"].split("_")[0]
+    held = parse_show_job(subprocess.run(["scontrol", "-o", "show", "job", array], capture_output=True, text=True,
+                                         check=True).stdout)
+    assert {r.reason for r in held.values()} == {"JobHeldUser"}, held
+    ex = SlurmExecutor(jobs_dir, 4, FAST)
+    results = ex.wait(ex.reattach(ids))
+    assert [r.state for r in results] == ["ok"] * 3, [r.reason for r in results]
+    assert ex.calls["release"] == 1 and ex.calls["sbatch"] == 0
+    assert sorted(p.name for p in counters.iterdir()) == ["k0", "k1", "k2"], "the unrecorded task never ran"
+    left = subprocess.run(["squeue", "-h", "-j", array], capture_output=True, text=True).stdout
+    assert "k3" not in left and not left.strip(), left
+
+
+FORGETTABLE = SlurmSection(poll_min_s=200.0, poll_max_s=200.0, time_grace_s=0.0, extra_args=["--time=1"])
+"""A first poll long after MinJobAge (30 s on the test cluster) and a walltime of 1 minute (after
+the job's own timeout, so Slurm's walltime is what ends the long task)."""
+
+
+def test_a_task_killed_at_its_walltime_and_forgotten_before_the_poll_is_timeout_not_cancelled(work, jobs_dir,
+                                                                                              monkeypatch):
+    """Polls far apart (the MinJobAge guard off): by the first poll the controller has forgotten
+    every task. The one Slurm ended at its walltime is `timeout` from what its wrapper heard then;
+    the one whose wrapper died without an outcome is `unknown` and to be run again; none is
+    `cancelled` (which would stop the run as interrupted)."""
+    assert float(_config("MinJobAge").split()[0]) < 100, "the test cluster must forget jobs within the poll"
+    monkeypatch.setattr(slurm, "FORGOTTEN_GRACE_S", 0.0)  # the outcome files are local: no grace to wait
+    ex = SlurmExecutor(jobs_dir, 3, FORGETTABLE)
+    ex.poll_below_min_job_age = ex.early_polls = False
+    specs = [spec("long", "sleep 300", work, timeout_s=280), spec("vanished", "kill -9 $PPID; sleep 5", work),
+             spec("fine", "echo fine", work)]
+    long, vanished, fine = ex.run(specs)
+    assert (long.state, long.scheduler_state) == ("timeout", None), long.reason
+    assert "TimeLimit" in long.reason and long.elapsed_s < 200
+    assert (vanished.state, vanished.scheduler_state, vanished.rerun) == ("unknown", None, True), vanished.reason
+    assert fine.state == "ok" and not fine.rerun
+
+
+def test_polls_are_clamped_below_the_clusters_min_job_age(jobs_dir):
+    ex = SlurmExecutor(jobs_dir, 1, SlurmSection(poll_min_s=0.5, poll_max_s=150.0))
+    ceiling = float(_config("MinJobAge").split()[0]) / 2
+    assert ex.poll_bounds() == (min(0.5, ceiling), ceiling)
+    assert ex.calls["config"] == 1
 
 
 def test_reattach_to_forgotten_tasks_reads_the_outcome_file_or_says_unknown(work, jobs_dir, monkeypatch):
@@ -367,5 +426,6 @@ def test_a_submit_larger_than_the_array_limit_runs_as_consecutive_arrays(work, j
     results = ex.run(concurrency_specs(3, work, tmp_path, 1))
     assert [r.state for r in results] == ["ok"] * 3, [r.reason for r in results]
     arrays = [r.external_id.split("_")[0] for r in results if r.external_id]
-    assert len(set(arrays)) == 2 and ex.calls["sbatch"] == 2 and ex.calls["config"] == 0
+    assert len(set(arrays)) == 2 and ex.calls["sbatch"] == 2
+    assert ex.calls["config"] == 1, "read once, for MinJobAge only: MaxArraySize was given"
     assert max(int(r.stdout_tail.strip()) for r in results) <= 2, "the throttle holds across the split arrays"

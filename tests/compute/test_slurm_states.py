@@ -4,20 +4,28 @@ replies recorded from the one-node test cluster (scripts/slurm-cluster.sh), trim
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from ratchet.compute.slurm import max_poll_rounds
 from ratchet.compute.slurm_states import (
     TaskRecord,
     compose_result,
+    expand_hostlist,
     expand_indices,
+    index_ranges,
     max_array_size,
+    min_job_age_s,
     parse_array_id,
     parse_duration_hms,
     parse_show_job,
+    poll_bounds,
+    poll_ceiling_s,
     split_arrays,
     time_limit_minutes,
+    unavailable_nodes,
 )
+from ratchet.compute.slurm_tasks import EARLY_POLLS, max_poll_rounds
 
 OOM_REPLY = (
     "JobId=2 ArrayJobId=1 ArrayTaskId=0 JobName=t.sh UserId=root(0) GroupId=root(0) MCS_label=N/A "
@@ -130,9 +138,9 @@ def test_forgotten_task_with_outcome_is_read_from_the_file():
 
 
 def test_poll_round_bound_grows_with_time_not_with_tasks():
-    assert max_poll_rounds(0.0, 0.5, 15.0) == 11
-    assert max_poll_rounds(150.0, 0.5, 15.0) == 21
-    assert max_poll_rounds(10.0, 1.0, 1.0) == 12
+    assert max_poll_rounds(0.0, 0.5, 15.0) == 11 + EARLY_POLLS
+    assert max_poll_rounds(150.0, 0.5, 15.0) == 21 + EARLY_POLLS
+    assert max_poll_rounds(10.0, 1.0, 1.0) == 12 + EARLY_POLLS
 
 
 def test_requeued_task_says_which_attempt_it_was():
@@ -169,3 +177,56 @@ def test_max_array_size_is_read_from_scontrol_show_config():
     config = "Configuration data as of ...\nMaxArraySize            = 1001\nMaxJobCount             = 10000\n"
     assert max_array_size(config) == 1001
     assert max_array_size("MaxJobCount = 5\n") is None
+
+
+SIGNALLED_OUTCOME = {**OK_OUTCOME, "status": 15 << 8, "ended_by": "signal"}  # the wrapper stopped it on SIGTERM
+
+
+def test_a_forgotten_task_stopped_at_its_walltime_is_timeout_from_what_the_wrapper_heard():
+    outcome = {**SIGNALLED_OUTCOME, "scheduler": {"state": "COMPLETING", "reason": "TimeLimit"}}
+    result = compose_result("j", "1_0", outcome, None, 300.0, None)
+    assert result.state == "timeout" and "TimeLimit" in result.reason and not result.rerun
+
+
+@pytest.mark.parametrize("said", [None, {"state": "COMPLETING", "reason": "None"}])
+def test_a_task_sigtermed_from_outside_is_lost_never_cancelled(said):
+    for rec in (None, record("FAILED", code=143)):  # forgotten, or kept FAILED (the wrapper exited 143)
+        result = compose_result("j", "1_0", {**SIGNALLED_OUTCOME, "scheduler": said}, rec, 300.0, None)
+        assert result.state == "lost" and "SIGTERM from outside the run" in result.reason, result
+
+
+def test_a_task_with_neither_outcome_nor_record_is_unknown_and_to_be_run_again():
+    assert compose_result("j", "1_0", None, None, 30.0, None).rerun
+    assert not compose_result("j", "1_0", None, record("COMPLETED"), 30.0, None).rerun
+    assert not compose_result("j", "1_0", OK_OUTCOME, None, 30.0, None).rerun
+
+
+def test_requeues_come_from_the_record_else_the_outcome():
+    assert compose_result("j", "1_0", {**OK_OUTCOME, "restart": 2}, record("COMPLETED", restarts=2), 30.0,
+                          None).requeues == 2
+    assert compose_result("j", "1_0", {**OK_OUTCOME, "restart": 1}, None, 30.0, None).requeues == 1
+    assert compose_result("j", "1_0", OK_OUTCOME, record("COMPLETED"), 30.0, None).requeues == 0
+
+
+def test_a_required_node_that_does_not_exist_never_starts_one_that_is_down_may():
+    reason = "ReqNodeNotAvail,_UnavailableNodes:ghost[1-2]"
+    assert unavailable_nodes(reason) == ["ghost1", "ghost2"]
+    assert not record("PENDING", reason).never_starts  # down or missing: only the executor knows the nodes
+    missing = replace(record("PENDING", reason), nodes_missing=True)
+    result = compose_result("j", "1_0", None, missing, 30.0, None)
+    assert missing.never_starts and result.state == "unschedulable" and "ReqNodeNotAvail" in result.reason
+    assert unavailable_nodes("Resources") == [] and unavailable_nodes("ReqNodeNotAvail,_UnavailableNodes:") == []
+    assert expand_hostlist("n[1-3,7],gpu[01-02],login") == ["n1", "n2", "n3", "n7", "gpu01", "gpu02", "login"]
+
+
+def test_polls_are_kept_below_half_the_clusters_min_job_age():
+    config = "MaxArraySize            = 1001\nMinJobAge               = 30 sec\n"
+    assert min_job_age_s(config) == 30.0 and min_job_age_s("MaxArraySize = 5\n") is None
+    assert poll_ceiling_s(30.0) == 15.0 and poll_ceiling_s(0.0) is None and poll_ceiling_s(None) is None
+    assert poll_bounds(0.5, 150.0, 15.0) == (0.5, 15.0)
+    assert poll_bounds(100.0, 150.0, 15.0) == (15.0, 15.0)
+    assert poll_bounds(0.5, 150.0, None) == (0.5, 150.0)
+
+
+def test_array_indices_are_written_as_slurm_ranges():
+    assert index_ranges({5, 0, 1, 2}) == "0-2,5" and index_ranges([3]) == "3" and index_ranges([]) == ""

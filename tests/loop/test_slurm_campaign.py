@@ -74,3 +74,14 @@ def test_a_run_whose_jobs_can_never_start_stops_with_the_reason(make_repo, tmp_p
     finished = [e["data"] for e in events(root, sorted((root / ".ratchet" / "runs").iterdir())[-1].name)
                 if e["kind"] == "job.finished"]
     assert finished and finished[0]["state"] == "unschedulable" and "PartitionNodeLimit" in finished[0]["reason"]
+
+
+def test_check_says_when_polls_are_clamped_below_min_job_age(make_repo, tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    set_contract(root, append=SHAPE.format(compute="", slurm="").replace("poll_max_s = 2.0", "poll_max_s = 150.0"))
+    code, out, err = ratchet("check", str(root), timeout=120)
+    assert code == 0, err
+    report = out["result"]
+    age = report["compute"]["polls"]["min_job_age_s"]
+    assert age and report["compute"]["polls"]["max_s"] == age / 2, report["compute"]
+    assert any("MinJobAge" in w and "forgotten before it is seen" in w for w in report["warnings"]), report["warnings"]

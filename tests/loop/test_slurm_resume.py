@@ -18,7 +18,7 @@ import pytest
 from helpers import events, interrupted_at, ratchet, rechain, set_contract
 from test_slurm_campaign import PROBLEM
 
-from ratchet.compute.slurm import run_token
+from ratchet.compute.slurm_calls import run_token
 from ratchet.loop.kernel import CRASH_AT_ENV
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")]
@@ -138,6 +138,8 @@ def test_a_kernel_killed_with_tasks_queued_resumes_at_once_and_keeps_their_check
         run_id = _run_id(root)
         token = run_token(root / ".ratchet" / "runs" / run_id / "jobs")
         assert _queued(token), "tasks must still be queued or running for this test to mean anything"
+        started = next(e["data"] for e in events(root, run_id) if e["kind"] == "run.started")
+        assert started["job_token"] == token, "the run's token is recorded, for a resume from anywhere"
 
         code, out, err = ratchet("run", str(root), "--resume", run_id, env=ENV, timeout=300)
         assert code == 0, err

@@ -58,6 +58,9 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         warnings.append(stale)
     if at_once.why:
         warnings.append(at_once.why)
+    polls = slurm_poll_summary(contract) if contract.compute.backend == "slurm" else None
+    if polls is not None and (clamped := polls.pop("warning")):
+        warnings.append(clamped)
     gate = gate_summary(contract, looks)
     warnings.extend(gate.pop("warnings"))
     sandbox = sandbox_summary(contract)
@@ -109,7 +112,8 @@ def check_report(directory: Path, preflight: bool = False) -> dict[str, Any]:
         "budget": {**contract.budget.model_dump(), "max_wall_s": contract.budget.max_wall_s,
                    "worst_case_units": worst},
         "sandbox": sandbox,
-        "compute": {"backend": contract.compute.backend, "jobs_at_once": at_once.count, "why": at_once.why},
+        "compute": {"backend": contract.compute.backend, "jobs_at_once": at_once.count, "why": at_once.why,
+                    **({"polls": polls} if polls is not None else {})},
         "environment": environment,
         "warnings": warnings,
         "unsupported": [e.to_json() for e in unsupported_settings(contract)],
@@ -187,6 +191,33 @@ def _preflight(loaded: LoadedContract, git: Git) -> dict[str, Any]:
     if m.failed:
         raise preflight_error(loaded, git, tree, sandbox, m, tail)
     return {"commit": commit, "state": m.state, "value": m.value, "reason": m.reason}
+
+
+def slurm_poll_summary(contract: Contract) -> dict[str, Any]:
+    """The Slurm poll intervals a run will use, as the executor decides them
+    (`SlurmExecutor.poll_bounds`: [compute.slurm] poll_min_s / poll_max_s kept at or below half the
+    cluster's MinJobAge): {"min_s", "max_s", "min_job_age_s" (None: not read), "warning"}. The
+    warning says when the contract's intervals are clamped, and why: without accounting, a task
+    ending between two polls further apart than MinJobAge is forgotten by the controller before
+    it is seen; or that MinJobAge could not be read (scontrol did not answer)."""
+    from ratchet.compute.slurm_calls import Scheduler, SchedulerError
+    from ratchet.compute.slurm_states import min_job_age_s, poll_bounds, poll_ceiling_s
+
+    s = contract.compute.slurm
+    try:
+        age = min_job_age_s(Scheduler().call("config", ["scontrol", "show", "config"]))
+    except SchedulerError as exc:
+        return {"min_s": s.poll_min_s, "max_s": s.poll_max_s, "min_job_age_s": None,
+                "warning": f"the Slurm controller's MinJobAge could not be read ({exc.message}): a run keeps "
+                           "compute.slurm.poll_max_s below half of it when it can"}
+    low, high = poll_bounds(s.poll_min_s, s.poll_max_s, poll_ceiling_s(age))
+    warning = None
+    if (low, high) != (s.poll_min_s, s.poll_max_s):
+        warning = (f"compute.slurm.poll_max_s is {s.poll_max_s:g} s (poll_min_s {s.poll_min_s:g} s) but the cluster "
+                   f"forgets an ended job MinJobAge = {age:g} s after it ends (no accounting is read): a task ending "
+                   f"between two polls could be forgotten before it is seen, so the run polls every {high:g} s at "
+                   f"most; set poll_max_s <= {high:g} to say so in the contract")
+    return {"min_s": low, "max_s": high, "min_job_age_s": age, "warning": warning}
 
 
 def slurm_shape_preflight(loaded: LoadedContract) -> None:

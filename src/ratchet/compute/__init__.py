@@ -8,8 +8,11 @@ to an executor), `local.py` (the local process pool) with `job_process.py` (one 
 (bubblewrap) with `programs.py` (where a command's program and its install prefix are, for the sandbox
 to bind), `job_programs.py` (a job's `python3` and the command's program as the user's PATH finds them,
 and the prefixes a sandboxed job binds for them), `env.py` (a job's environment), `gpus.py` (GPU devices),
-`slurm.py` (Slurm job arrays)
-with `slurm_states.py` (what Slurm says, pure) and `slurm_task.py` (the wrapper a Slurm task runs),
+`slurm.py` (the Slurm executor: waits on job arrays, re-attaches, cancels) with `slurm_arrays.py`
+(submitting an array: job directories, the wrapper, sbatch), `slurm_calls.py` (the scheduler's
+commands, counted, and what they read of the cluster; the run's token), `slurm_tasks.py` (a task's
+files and record read into its result), `slurm_states.py` (what Slurm says, pure) and
+`slurm_task.py` (the wrapper a Slurm task runs),
 `cache.py` (the measurement cache), `in_kernel.py` (jobs that are the kernel's own work, not processes: a
 prompt solution's model calls).
 

@@ -123,7 +123,10 @@ class JobResult:
     stdout_path: the file holding the (capped) stdout. external_id: the pid or the scheduler's job
     id. scheduler_state: the scheduler's own word for how the job ended (`OUT_OF_MEMORY`,
     `NODE_FAIL`...), None for local jobs. stdout_bytes/stderr_bytes: bytes the job wrote to each
-    stream, cap or not (None when not counted: a Slurm job, a job never started).
+    stream, cap or not (None when not counted: a Slurm job, a job never started). rerun: nothing is
+    known of how the job ended (state `unknown`: the scheduler forgot it and its wrapper left no
+    outcome), so the runner may run it once more as a fresh job. requeues: how often the scheduler
+    requeued the job before this end (None: not a scheduler's job, or not known).
     """
 
     job_id: str
@@ -142,6 +145,8 @@ class JobResult:
     scheduler_state: str | None = None
     stdout_bytes: int | None = None
     stderr_bytes: int | None = None
+    rerun: bool = False
+    requeues: int | None = None
 
 
 OnResult = Callable[[JobResult], None]

@@ -32,13 +32,16 @@ def check_compute(compute: ComputeSection) -> JobsAtOnce:
     return jobs_at_once(compute.max_parallel, compute.gpus_per_job, compute.max_concurrent_gpus, len(compute.gpus))
 
 
-def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None = None) -> Executor:
+def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None = None,
+                  job_token: str | None = None) -> Executor:
     """The executor of `compute.backend` for a run whose jobs live in `jobs_dir`.
 
     Jobs at once: `compute.max_parallel`, capped for GPU jobs at
     max(1, max_concurrent_gpus // gpus_per_job) (`check_compute`); on Slurm that is the K of each
     array's `%K`. pid_dir: where the local executor records running jobs (unused on Slurm, whose
-    ids the kernel records through on_submit). Locally, GPU jobs get devices of `compute.gpus`.
+    ids the kernel records through on_submit). job_token: on Slurm, the name of the run's jobs as
+    the ledger recorded it (None: derived from jobs_dir, `slurm_calls.run_token`); unused locally.
+    Locally, GPU jobs get devices of `compute.gpus`.
     Raises RatchetError `compute.gpus_too_few` locally when fewer devices are declared than one
     job asks.
     """
@@ -46,7 +49,7 @@ def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None 
     if compute.backend == "slurm":
         from ratchet.compute.slurm import SlurmExecutor
 
-        return SlurmExecutor(jobs_dir, k, compute.slurm)
+        return SlurmExecutor(jobs_dir, k, compute.slurm, token=job_token)
     from ratchet.compute.local import LocalExecutor
 
     return LocalExecutor(jobs_dir, k, pid_dir, compute.gpu_devices)

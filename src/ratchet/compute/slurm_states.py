@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,10 @@ NEVER_STARTS_REASONS = frozenset({
 })
 """Pending reasons of a task the scheduler can never start as asked (its shape exceeds what the
 partition, account or QOS allow, or names a feature no node has). Reasons ending in `PerJob` or
-`PerJobLimit` (a per-job QOS or association limit the job alone exceeds) count too. A node that is
-down (`ReqNodeNotAvail`, `Resources`) may come back: those keep waiting."""
+`PerJobLimit` (a per-job QOS or association limit the job alone exceeds) count too, and so does
+`ReqNodeNotAvail` naming a node the cluster does not have (`TaskRecord.nodes_missing`, set by the
+executor, which knows the nodes). A node that exists but is down (`ReqNodeNotAvail`, `Resources`)
+may come back: those keep waiting."""
 
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z/:]+)=(\S*)")
 _ARRAY_ID = re.compile(r"^(\d+)(?:;\S+)?$")
@@ -76,6 +78,9 @@ class TaskRecord:
     run_time_s: float
     name: str = ""
     """JobName= (the run's token, for an array Ratchet submitted)."""
+    nodes_missing: bool = False
+    """The reason is ReqNodeNotAvail and names a node the cluster does not have (see
+    `unavailable_nodes`; the executor checks them against the cluster's nodes)."""
 
     @property
     def base_state(self) -> str:
@@ -90,14 +95,42 @@ class TaskRecord:
     @property
     def never_starts(self) -> bool:
         """Whether the task waits (pending or held) for a reason that can never clear
-        (NEVER_STARTS_REASONS)."""
-        return self.base_state == "PENDING" and never_starts(self.reason)
+        (NEVER_STARTS_REASONS, or a required node that does not exist: `nodes_missing`)."""
+        return self.base_state == "PENDING" and (never_starts(self.reason) or self.nodes_missing)
 
 
 def never_starts(reason: str) -> bool:
     """Whether a pending reason (`Reason=` of `scontrol show job`) says the job can never start."""
     word = reason.split(",")[0]
     return word in NEVER_STARTS_REASONS or word.endswith(("PerJob", "PerJobLimit"))
+
+
+def unavailable_nodes(reason: str) -> list[str]:
+    """The nodes a `ReqNodeNotAvail` reason names ("ReqNodeNotAvail,_UnavailableNodes:n[1-2],gpu7"
+    -> ["n1", "n2", "gpu7"]); [] for another reason or none named. Raises nothing: a part it
+    cannot expand is kept as written."""
+    if not reason.startswith("ReqNodeNotAvail"):
+        return []
+    _, sep, listed = reason.partition("UnavailableNodes:")
+    return expand_hostlist(listed.strip(" _,")) if sep else []
+
+
+def expand_hostlist(hostlist: str) -> list[str]:
+    """Slurm's compressed host list as names: "n[1-3,7],gpu[01-02],login" -> n1 n2 n3 n7 gpu01
+    gpu02 login (zero padding kept); a part it cannot read is kept as written."""
+    names: list[str] = []
+    for prefix, ranges, plain in re.findall(r"([^,\[\]]*)\[([^\]]*)\]|([^,\[\]]+)", hostlist):
+        if plain:
+            names.append(plain)
+            continue
+        for part in ranges.split(","):
+            low, _, high = part.partition("-")
+            first, last = whole(low), whole(high or low)
+            if first is not None and last is not None and last - first < MAX_ARRAY_INDICES:
+                names += [f"{prefix}{i:0{len(low)}d}" for i in range(first, last + 1)]
+            else:
+                names.append(f"{prefix}[{part}]")
+    return names
 
 
 def parse_array_id(sbatch_stdout: str) -> str:
@@ -134,6 +167,20 @@ def whole(text: str) -> int | None:
     """`text` as a non-negative integer when it is ASCII digits only, else None (`str.isdigit`
     also admits digits such as `¹` that `int` refuses)."""
     return int(text) if text.isascii() and text.isdigit() else None
+
+
+def index_ranges(indices: Iterable[int]) -> str:
+    """Array indices as Slurm writes them, sorted and merged: {5, 0, 1, 2} -> "0-2,5"."""
+    parts: list[str] = []
+    run: list[int] = []
+    for i in sorted(set(indices)):
+        if run and i != run[-1] + 1:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(i)
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(parts)
 
 
 def parse_duration_hms(value: str) -> float:
@@ -189,16 +236,52 @@ DEFAULT_MAX_ARRAY_SIZE = 1001
 """Slurm's default MaxArraySize (array indices 0..1000), assumed when the cluster's cannot be read."""
 
 
+def config_value(show_config: str, name: str) -> str | None:
+    """The value of `name` in `scontrol show config` output ("MinJobAge               = 30 sec"
+    -> "30 sec"), or None when absent."""
+    for line in show_config.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == name:
+            return value.strip()
+    return None
+
+
 def max_array_size(show_config: str) -> int | None:
     """MaxArraySize from `scontrol show config` output ("MaxArraySize            = 1001"), or None
     when it is absent or not a positive number."""
-    for line in show_config.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() == "MaxArraySize":
-            value = value.strip()
-            size = whole(value)
-            return size if size else None
-    return None
+    value = config_value(show_config, "MaxArraySize") or ""
+    return whole(value) or None
+
+
+POLL_SHARE_OF_MIN_JOB_AGE = 0.5
+"""The longest poll interval as a share of the cluster's MinJobAge: a task ending just after a
+poll is seen at the next one with half of MinJobAge to spare (slurmctld purges ended jobs on its
+own cadence, and a poll round may take seconds)."""
+
+
+def min_job_age_s(show_config: str) -> float | None:
+    """MinJobAge in seconds from `scontrol show config` output ("MinJobAge = 30 sec"): how long
+    the controller keeps an ended job without accounting. None when absent or unreadable; 0.0
+    means ended jobs are never purged."""
+    value = (config_value(show_config, "MinJobAge") or "").split()
+    return float(whole(value[0]) or 0) if value and whole(value[0]) is not None else None
+
+
+def poll_ceiling_s(min_job_age: float | None) -> float | None:
+    """The longest poll interval that still sees every ended task before the controller forgets it
+    (MinJobAge x POLL_SHARE_OF_MIN_JOB_AGE, at least 1 s); None when MinJobAge is unknown or 0
+    (never purged)."""
+    if not min_job_age:
+        return None
+    return max(1.0, min_job_age * POLL_SHARE_OF_MIN_JOB_AGE)
+
+
+def poll_bounds(poll_min_s: float, poll_max_s: float, ceiling: float | None) -> tuple[float, float]:
+    """(first, longest) poll interval in seconds: the contract's poll_min_s and poll_max_s, both
+    clamped to `ceiling` (`poll_ceiling_s`) when one is known."""
+    if ceiling is None:
+        return poll_min_s, poll_max_s
+    return min(poll_min_s, ceiling), min(poll_max_s, ceiling)
 
 
 def split_arrays(tasks: int, max_size: int) -> list[range]:
@@ -242,10 +325,17 @@ def compose_result(
     OUT_OF_MEMORY, NODE_FAIL, PREEMPTED, CANCELLED...) takes that state unless it had already
     ended with exit code 0. Without an outcome, only the scheduler's word is known: an outside end
     maps as above, a task pending for a reason that can never clear (`TaskRecord.never_starts`) is
-    `unschedulable`, anything else (even COMPLETED) is `unknown`. A requeued task's reason says
-    which attempt it was (the caller passes only the outcome of that attempt).
+    `unschedulable`, anything else (even COMPLETED) is `unknown`; with neither, the result is
+    `unknown` and `rerun` (nothing is known of it). An outcome whose wrapper was sent SIGTERM with
+    no scheduler record saying why is read by `signalled` (timeout or lost, never cancelled). A
+    requeued task's reason says which attempt it was (the caller passes only the outcome of that
+    attempt); `requeues` counts them (Restarts=, else the outcome's `restart`).
     """
     result = _compose(job_id, external_id, outcome, record, timeout_s, stdout_path)
+    if outcome is None and record is None:
+        result = replace(result, rerun=True)
+    restarts = record.restarts if record is not None else int((outcome or {}).get("restart") or 0)
+    result = replace(result, requeues=restarts)
     if record is not None and record.restarts:
         s = "s" if record.restarts > 1 else ""
         result = replace(result, reason=f"{result.reason} (attempt {record.restarts + 1}: requeued "
@@ -281,6 +371,23 @@ def _compose(
                      None, external_id, word)
 
 
+def signalled(outcome: Mapping[str, Any], reason: str) -> tuple[JobState, str]:
+    """The state of a task whose wrapper was sent SIGTERM when no terminal scheduler record says
+    why (the controller forgot the task, or kept it FAILED): what the controller said when the
+    signal came (the outcome's `scheduler`, asked by the wrapper then) decides. Reason TimeLimit
+    is the walltime (`timeout`); anything else is `lost` (preemption, a node going down, a
+    scancel): never `cancelled`, which only the run's own cancel makes (the executor knows its
+    own)."""
+    said = outcome.get("scheduler")
+    word = str(said.get("reason", "")) if isinstance(said, Mapping) else ""
+    if word == "TimeLimit":
+        return "timeout", f"Slurm ended it at its walltime (TimeLimit, seen by the wrapper when SIGTERM came; {reason})"
+    seen = (f"the controller said {said.get('state')} ({word})" if isinstance(said, Mapping)
+            else "no word from the controller")
+    return "lost", (f"ended by SIGTERM from outside the run (preemption, a node going down or another scancel; "
+                    f"{seen}; {reason})")
+
+
 def _from_outcome(
     job_id: str,
     external_id: str,
@@ -292,6 +399,7 @@ def _from_outcome(
 ) -> JobResult:
     word = record.base_state if record is not None else None
     status = outcome.get("status")
+    ended_by = None
     if status is None:
         state: JobState = "failed"
         exit_code, sig, reason = None, None, str(outcome.get("error") or "the wrapper could not start the job")
@@ -300,6 +408,8 @@ def _from_outcome(
         state, exit_code, sig, reason = describe_end(int(status), ended_by, timeout_s, 0)
     if outside is not None and state != "ok" and record is not None:
         state, reason = outside, f"{scheduler_says(record)}; {reason}"
+    elif ended_by == "cancel":  # SIGTERM from outside, and no scheduler record says who sent it
+        state, reason = signalled(outcome, reason)
     return JobResult(
         job_id=job_id,
         state=state,

@@ -7,7 +7,10 @@ submit) holds argv, workdir, the exact environment, timeout, output cap and, for
 the bwrap command line. The job runs in a new session with stdin from `<job dir>/stdin` (or
 /dev/null), stdout and stderr capped into `<job dir>/stdout|stderr`; at its timeout, or when Slurm
 sends SIGTERM (scancel, walltime, preemption), its process group gets SIGTERM and JOB_KILL_GRACE_S
-later SIGKILL. Then `<job dir>/outcome.json` is written atomically (temp file, fsync, rename): the
+later SIGKILL, and the wrapper asks the controller what it says of the task at that moment
+(`scontrol -o show job`: JobState and Reason, e.g. Reason=TimeLimit at the walltime), kept in the
+outcome as `scheduler` since the controller may forget the task before the executor polls it.
+Then `<job dir>/outcome.json` is written atomically (temp file, fsync, rename): the
 primary record of how the job ended, since Slurm forgets finished jobs. The wrapper exits with the
 job's exit code (128 + signal when killed, 124 at its own timeout) so the scheduler's state agrees.
 
@@ -20,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +37,18 @@ TAIL_BYTES = 4096
 
 READ_CHUNK_BYTES = 64 * 1024
 """Bytes read from the job's pipes at a time (compute.streams.READ_CHUNK_BYTES)."""
+
+SCONTROL_TIMEOUT_S = 1.5
+"""Seconds the wrapper waits for `scontrol show job` when SIGTERM comes: asked while the job is
+being stopped, and well within Slurm's KillWait (30 s by default; at least 2 s in practice), after
+which Slurm SIGKILLs the wrapper before it could write the outcome."""
+
+SCONTROL_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""Where `scontrol` is looked for: sbatch --export=NIL gives the wrapper no PATH."""
+
+WAIT_STEP_MIN_S = 0.002
+WAIT_STEP_MAX_S = 0.05
+"""Seconds between looks at whether the job ended (see `_wait`)."""
 
 TIMEOUT_EXIT = 124
 """The wrapper's exit code when it stopped the job at its timeout (as timeout(1))."""
@@ -116,6 +130,24 @@ def _write_outcome(job_dir: str, data: dict[str, Any]) -> None:
         os.close(dir_fd)
 
 
+def _ask_controller(said: dict[str, Any]) -> None:
+    """Put the controller's JobState and Reason of this task into `said` ("state", "reason"), or
+    nothing when it cannot be asked within SCONTROL_TIMEOUT_S."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return
+    env = dict(os.environ)
+    env["PATH"] = os.environ.get("PATH") or SCONTROL_PATH
+    try:
+        out = subprocess.run(["scontrol", "-o", "show", "job", job], capture_output=True, text=True, env=env,
+                             timeout=SCONTROL_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return
+    fields = dict(p.split("=", 1) for p in out.split() if p.startswith(("JobState=", "Reason=")))
+    if "JobState" in fields:
+        said.update(state=fields["JobState"], reason=fields.get("Reason", ""))
+
+
 def _stop(proc: Any, stopped: threading.Event) -> None:
     """SIGTERM the job's process group, SIGKILL what is left JOB_KILL_GRACE_S later."""
     for sig, wait_s in ((signal.SIGTERM, JOB_KILL_GRACE_S), (signal.SIGKILL, None)):
@@ -167,10 +199,16 @@ def run(job_dir: str) -> int:
             Capped(err_r, os.path.join(job_dir, STDERR_NAME), task["output_cap_bytes"]))
     stopped = threading.Event()
 
+    said: dict[str, Any] = {}
+    asking: list[threading.Thread] = []
+
     def on_term(signum: int, frame: Any) -> None:
         if ended_by["why"] is None:
             ended_by["why"] = "signal"
         threading.Thread(target=_stop, args=(proc, stopped), daemon=True).start()
+        if signum == signal.SIGTERM and not asking:
+            asking.append(threading.Thread(target=_ask_controller, args=(said,), daemon=True))
+            asking[0].start()
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
@@ -185,11 +223,16 @@ def run(job_dir: str) -> int:
     cpu = usage.ru_utime + usage.ru_stime
     if task.get("bwrap"):
         cpu = max(cpu, elapsed)  # bwrap's rusage loses the job's own (see compute/local.py)
-    return _finish(job_dir, task, status, elapsed, cpu, tails[0], tails[1], ended_by["why"], None)
+    for thread in asking:
+        thread.join(SCONTROL_TIMEOUT_S)
+    return _finish(job_dir, task, status, elapsed, cpu, tails[0], tails[1], ended_by["why"], None, dict(said) or None)
 
 
 def _wait(proc: Any, deadline: float, ended_by: dict[str, Any], stopped: threading.Event) -> tuple[int, Any]:
-    """Reap the job, stopping it at `deadline` (monotonic seconds); returns (wait status, rusage)."""
+    """Reap the job, stopping it at `deadline` (monotonic seconds); returns (wait status, rusage).
+    Looks every WAIT_STEP_MIN_S at first, doubling up to WAIT_STEP_MAX_S (a short job is reaped at
+    once, a long one costs ~20 wake-ups a second)."""
+    nap = WAIT_STEP_MIN_S
     while True:
         try:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -201,11 +244,12 @@ def _wait(proc: Any, deadline: float, ended_by: dict[str, Any], stopped: threadi
         if ended_by["why"] is None and time.monotonic() >= deadline:
             ended_by["why"] = "timeout"
             threading.Thread(target=_stop, args=(proc, stopped), daemon=True).start()
-        time.sleep(0.05)
+        time.sleep(nap)
+        nap = min(WAIT_STEP_MAX_S, nap * 2)
 
 
 def _finish(job_dir: str, task: dict[str, Any], status: int | None, elapsed: float, cpu: float, out: Any, err: Any,
-            ended_by: dict[str, Any] | None, error: Any) -> int:
+            ended_by: dict[str, Any] | None, error: Any, scheduler: dict[str, Any] | None = None) -> int:
     code = os.waitstatus_to_exitcode(status) if status is not None else None
     data = {
         "job_id": task["job_id"],
@@ -222,8 +266,9 @@ def _finish(job_dir: str, task: dict[str, Any], status: int | None, elapsed: flo
         "stderr_truncated": err[1],
         "restart": int(os.environ.get("SLURM_RESTART_COUNT") or 0),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-        "host": socket.gethostname(),
+        "host": os.uname().nodename,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES") if task.get("gpus") else None,
+        "scheduler": scheduler,
     }
     _write_outcome(job_dir, data)
     if ended_by == "timeout":

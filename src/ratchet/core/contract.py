@@ -364,7 +364,9 @@ class SlurmSection(_Model):
     cluster's default). extra_args: further sbatch flags, verbatim (e.g. ["--constraint=a100"]).
     time_grace_s: seconds added to a job's timeout for its `--time` (the wrapper stops the job at
     its timeout; Slurm's limit is the backstop). poll_min_s, poll_max_s: seconds between scheduler
-    polls, backing off from the first to the second while nothing changes. python: the interpreter
+    polls, backing off from the first to the second while nothing changes; both are kept at or
+    below half the cluster's MinJobAge (`scontrol show config`; `ratchet check` warns when they
+    are clamped), so a task ending between two polls is seen before the controller forgets it. python: the interpreter
     that runs each task's wrapper on the nodes (None: the kernel's own, which must be visible there).
     max_array_size: the most tasks one array may hold (None: the cluster's MaxArraySize, read once
     per executor from `scontrol show config`); a larger submit is split into consecutive arrays.

@@ -106,6 +106,11 @@ class RunStarted(Payload, frozen=True, kw_only=True):
     """compare | calibrate for a one-shot run; UNSET for a campaign."""
     examples: dict[str, Json] | None | UnsetType = UNSET
     """The examples target's fingerprint; UNSET for a benchmark."""
+    job_token: str | UnsetType = UNSET
+    """The name of the run's scheduler jobs (a Slurm array's --job-name, `ratchet-<12 hex>`): a
+    resume re-attaches to, polls and cancels only jobs of that name, wherever the project now is;
+    UNSET for the local backend, or a run recorded before the token was (its token is then
+    derived from the run's jobs directory, as it was when the run was written)."""
     warm_start: dict[str, Json] | None | UnsetType = UNSET
     """What the search agent warm-starts from (loop.warm_start): {"blob", "key", "runs", "trials"};
     UNSET when the run does not warm-start (another agent, an examples target, a run recorded before
@@ -334,6 +339,9 @@ class JobFinished(Payload, frozen=True, kw_only=True):
     """Input plus output tokens of those calls (prompt solutions)."""
     eval_usd: Number | UnsetType = UNSET
     """Dollars of those calls, priced from the contract (prompt solutions)."""
+    requeues: int | UnsetType = UNSET
+    """How often the scheduler requeued the job before this end (Slurm's Restarts); UNSET when it
+    was not requeued, or ran where no scheduler requeues."""
 
 
 class TrialJudged(Payload, frozen=True, kw_only=True):

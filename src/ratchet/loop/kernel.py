@@ -26,7 +26,7 @@ from ratchet.compute.factory import make_agent_executor, make_executor
 from ratchet.core.canonical import digest
 from ratchet.core.contract import Contract
 from ratchet.core.contract_load import LoadedContract
-from ratchet.core.payloads import Payload, check_payload
+from ratchet.core.payloads import Payload, RunStarted, check_payload
 from ratchet.core.state import RunState, fold
 from ratchet.ledger.blobs import BlobStore
 from ratchet.ledger.events import Event, EventLog
@@ -238,7 +238,7 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     """The kernel of run directory `run`, whose `lock` is held and whose ledger `log` is open: its
     executor, sandbox (probed), cache, index (brought up to date), blobs, git and signer."""
     contract = loaded.contract
-    executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids)
+    executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids, job_token=recorded_job_token(log))
     if contract.target.solution_kind == "prompt":  # the kernel makes the model calls itself
         executor.close()
         executor = make_prompt_executor(contract, loaded.root, run.jobs)
@@ -253,6 +253,15 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor, agent_executor,
                   sandbox_spec(contract.sandbox, mode, contract.target.command, loaded.root), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))
+
+
+def recorded_job_token(log: EventLog) -> str | None:
+    """The `job_token` of the run's `run.started` (None: a new run, the local backend, or a run
+    recorded before job tokens were)."""
+    started = next((e.payload for e in log.events if e.kind == "run.started"), None)
+    if isinstance(started, RunStarted) and isinstance(started.job_token, str):
+        return started.job_token
+    return None
 
 
 def _crash_at(spec: str | None) -> tuple[str, str, int] | None:

@@ -314,8 +314,15 @@ def record_started(kernel: Kernel, salt: str, baseline_commit: str, baseline_tre
         gate=gate_design(c.gate.test, c.target.metric_range, max_unit_loss=c.gate.max_unit_loss),
         versions=versions(),
         signing_key=kernel.signer.public_record() if kernel.signer is not None else None,
+        **_job_token(kernel),
         **extra,
     ))
+
+
+def _job_token(kernel: Kernel) -> dict[str, Any]:
+    """{"job_token": ...} for run.started when the executor names its scheduler jobs (Slurm), else {}."""
+    token = getattr(kernel.executor, "token", None)
+    return {"job_token": token} if isinstance(token, str) else {}
 
 
 def record_resumed(kernel: Kernel) -> None:

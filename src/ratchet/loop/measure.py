@@ -8,7 +8,9 @@ recorded as a `job.finished` charged 0 units; every other task is submitted, rec
 A task cancelled by a stop (Ctrl-C, SIGTERM) is recorded `job.finished` state `cancelled` (no
 job-unit: the unit is charged when it runs again; the seconds it ran), never judged: a resume runs
 it again as a fresh job (same unit, same seed), so no later kernel re-attaches to a task the run
-itself cancelled.
+itself cancelled. A task whose end left no trace at all (a scheduler forgot it and its wrapper left no
+outcome: `JobResult.rerun`) is run once more at once as a fresh job (same unit, same seed, a new
+`job.started`); a second such end is recorded `unknown`.
 Checkouts live under `<work_dir>/<job_id>/` and are removed when the job ends, whatever happened.
 A batch reads each of its trees from git once and copies it per job (`workspace.checkouts`).
 """
@@ -134,6 +136,8 @@ class Runner:
         skipping: dict[str, str] = dict.fromkeys(by_id, skip) if skip else {}
 
         started: set[str] = set()
+        rerun: set[str] = set()  # ran once with no trace of their end: run again once
+        again: list[Task] = []
 
         def on_submit(job_id: str, external_id: str) -> None:
             started.add(job_id)
@@ -144,9 +148,13 @@ class Runner:
                                     pid=int(external_id) if self.executor.external_ids_are_pids else UNSET))
 
         def on_result(result: JobResult) -> None:
-            ended.add(result.job_id)
             task = by_id[result.job_id]
             shutil.rmtree(self.work_dir / task.job_id, ignore_errors=True)  # its task ended: while the others run
+            if result.rerun and result.job_id not in rerun and result.job_id not in skipping:
+                rerun.add(result.job_id)  # nothing known of its end: once more as a fresh job, same unit and seed
+                again.append(task)
+                return
+            ended.add(result.job_id)
             if result.state == "cancelled":
                 if result.job_id in skipping:
                     self._ended_skipped(task, result, skipping[result.job_id], out, attempt, stage, total)
@@ -155,6 +163,8 @@ class Runner:
                 return
             self.results[result.job_id] = result
             outcome = self.target.read(task, result)
+            if result.requeues:
+                outcome = TaskOutcome(outcome.results, {**outcome.record, "requeues": result.requeues})
             self._finished(outcome, attempt, stage)
             self._store(task, outcome)
             out.update(outcome.results)
@@ -173,23 +183,33 @@ class Runner:
                 self.executor.cancel(list(batch.job_ids))
             results += self.executor.wait(batch)
             todo = [t for t in todo if t.job_id not in batch.job_ids]
-        if skipping:  # the candidate failed (among the re-attached jobs, or before): the rest never starts
-            why = next(iter(skipping.values()))
-            for task in todo:
-                self._ended_skipped(task, None, why, out, attempt, stage, total)
+        while True:
+            todo += again
+            again.clear()
+            if skipping:  # the candidate failed (among the re-attached jobs, or before): the rest never starts
+                why = next(iter(skipping.values()))
+                for task in todo:
+                    self._ended_skipped(task, None, why, out, attempt, stage, total)
+                todo = []
+            if not todo:
+                break
+            results += self._submit(todo, on_submit, on_result)
             todo = []
+        if any(r.state == "cancelled" and r.job_id not in skipping for r in results):
+            raise Interrupted("jobs were cancelled")
+
+    def _submit(self, todo: Sequence[Task], on_submit: Callable[[str, str], None],
+                on_result: Callable[[JobResult], None]) -> list[JobResult]:
+        """Check out and submit `todo`, wait for them; their results (checkouts removed)."""
         checkouts = [self.work_dir / task.job_id for task in todo]
         try:
-            if todo:
-                with CheckoutPool(self.git, self.work_dir, self.target.exclude) as pool:
-                    specs = [self.target.spec(task, self._checkout(pool, task)) for task in todo]
-                    batch = self.executor.submit(specs, on_submit, on_result)
-                results += self.executor.wait(batch)  # the templates were removed while the first jobs ran
+            with CheckoutPool(self.git, self.work_dir, self.target.exclude) as pool:
+                specs = [self.target.spec(task, self._checkout(pool, task)) for task in todo]
+                batch = self.executor.submit(specs, on_submit, on_result)
+            return self.executor.wait(batch)  # the templates were removed while the first jobs ran
         finally:
             for checkout in checkouts:
                 shutil.rmtree(checkout, ignore_errors=True)
-        if any(r.state == "cancelled" and r.job_id not in skipping for r in results):
-            raise Interrupted("jobs were cancelled")
 
     def _checkout(self, pool: CheckoutPool, task: Task) -> Path:
         checkout = self.work_dir / task.job_id
