@@ -133,6 +133,30 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
     return FilesAgent(folder, view)
 
 
+def make_agents(contract: Contract, root: Path, git: Git, link: AgentLink, data: ExampleData | None = None
+                ) -> list[Agent]:
+    """The agents of the run's `agent.workers` workers: one shared instance for an agent that
+    proposes at once (search, files: `Agent.proposes_at_once`), else one per worker (a command
+    agent's CLI sessions; llm agents sharing one model budget, replayed from the ledger once).
+    Raises what `make_agent` raises."""
+    first = make_agent(contract, root, git, link, data)
+    workers = contract.agent.workers
+    if workers == 1 or first.proposes_at_once:
+        return [first]
+    agents = [first] + [make_agent(contract, root, git, link, data) for _ in range(workers - 1)]
+    if contract.agent.kind == "llm":
+        from ratchet.agents.llm.agent import LlmAgent
+
+        def share(kernel: Kernel) -> None:  # after each agent's own replay: one Account for them all
+            budget = agents[0].client.budget if isinstance(agents[0], LlmAgent) else None
+            for agent in agents:
+                if isinstance(agent, LlmAgent) and budget is not None:
+                    agent.client.budget = budget
+
+        link.on_bind.append(share)
+    return agents
+
+
 def warm_history(kernel: Kernel) -> tuple[PastAttempt, ...]:
     """The earlier runs' trials the run warm-starts from, as its `run.started` recorded them
     (loop.warm_start; () when it records none): a resume reads the same blob."""

@@ -4,6 +4,7 @@ ledger (pure) plus whether a kernel holds the run's lock (the only effect, done 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ratchet.core.state import AttemptState, RunState
@@ -19,10 +20,20 @@ def final_verdict(a: AttemptState) -> tuple[str | None, str | None]:
     return a.verdict, a.reason
 
 
+def attempt_label(row: Mapping[str, Any]) -> str:
+    """An attempt's number as status and reports show it (`row`: an `attempt_row`): `3`, or with
+    several workers `3 (w2)`, and `3 (w2, re-base of 1)` for a re-base attempt."""
+    extra = [f"w{row['worker']}"] if row.get("worker") is not None else []
+    if row.get("rebases") is not None:
+        extra.append(f"re-base of {row['rebases']}")
+    return f"{row['attempt']} ({', '.join(extra)})" if extra else str(row["attempt"])
+
+
 def attempt_row(a: AttemptState) -> dict[str, Any]:
     """One attempt for status and reports: {attempt, summary, verdict, reason, reason_text,
     estimate, interval, p_value, units, level, champion_mean, candidate_mean, params, promoted,
-    confirm}. `estimate` is the paired gain (direction-normalized); `champion_mean` and
+    confirm, worker, rebases} (`worker`: the worker that ran it, None in a run of one worker;
+    `rebases`: the accepted attempt whose change it re-measured on a moved champion). `estimate` is the paired gain (direction-normalized); `champion_mean` and
     `candidate_mean` the raw means of each side over the trial's units (None: no jobs ran)."""
     verdict, reason = final_verdict(a)
     confirm = None
@@ -47,6 +58,8 @@ def attempt_row(a: AttemptState) -> dict[str, Any]:
         "params": dict(a.params) if a.params is not None else None,
         "promoted": a.promoted,
         "confirm": confirm,
+        "worker": a.worker,
+        "rebases": a.rebases,
     }
 
 

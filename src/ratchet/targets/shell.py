@@ -82,7 +82,8 @@ class ShellJobs:
     envs: job_id -> extra variables Ratchet sets for that job (`SWEEP_INDEX` of an agent's array).
     artifacts: job_id -> the files the executor collects from that job's checkout when it ends.
     groups: job_id -> (group, cap): at most `cap` jobs of that group run at once
-    (`JobSpec.group_max_parallel`; an agent's launch with `--concurrency`).
+    (`JobSpec.group_max_parallel`; an agent's launch with `--concurrency`). background: the jobs
+    are an agent's experiments, started after waiting gate measurements (`JobSpec.background`).
     """
 
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
@@ -90,8 +91,9 @@ class ShellJobs:
                  commands: Mapping[str, tuple[str, float]] | None = None,
                  envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None,
                  artifacts: Mapping[str, ArtifactSpec] | None = None,
-                 groups: Mapping[str, tuple[str, int]] | None = None):
+                 groups: Mapping[str, tuple[str, int]] | None = None, background: bool = False):
         self.command = command
+        self.background = background
         self.metric = metric
         self.seed_env = seed_env
         self.timeout_s = timeout_s
@@ -126,7 +128,8 @@ class ShellJobs:
         group, cap = self.groups.get(job.job_id, (None, None))
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
-                       artifacts=self.artifacts.get(job.job_id), group=group, group_max_parallel=cap)
+                       artifacts=self.artifacts.get(job.job_id), group=group, group_max_parallel=cap,
+                       background=self.background)
 
     def read(self, task: Task, result: JobResult) -> TaskOutcome:
         """The metric from the job's stdout (its last JSON line), or why there is none."""

@@ -18,6 +18,7 @@ from ratchet.present.report.data import AttemptDetail, ReportData
 from ratchet.present.report.html_examples import examples_section, parameters_section
 from ratchet.present.report.html_parts import ColumnKind, bar, esc, figure, inline, table, verdict
 from ratchet.present.report.legs import leg_heading, request_lines, stream_heading
+from ratchet.present.status import attempt_label
 from ratchet.present.report.plots import (
     budget_figure,
     champion_figure,
@@ -107,7 +108,7 @@ def _attempt_row(a: Mapping[str, Any]) -> list[str]:
     c = a.get("confirm")
     if c:
         reason += " " + text.confirmation(c)
-    return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(a["attempt"])}</a>', esc(a.get("summary") or ""),
+    return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(attempt_label(a))}</a>', esc(a.get("summary") or ""),
             verdict(a.get("verdict")), esc(fmt_num(a.get("estimate"))), esc(fmt_interval(a.get("interval"))),
             esc(fmt_num(a.get("champion_mean"))), esc(fmt_num(a.get("candidate_mean"))),
             esc(fmt_p(a.get("p_value"))), esc(fmt_level(a.get("level"), a.get("p_value"))),
