@@ -52,7 +52,8 @@ max_parallel = {max_parallel}
 def _project(root: Path, workers: int, max_parallel: int, budget: str, agent: str = "") -> None:
     (root / "bench.py").write_text(SPY_BENCH)
     (root / "y.toml").write_text("y = 0.0\n")
-    replace = {'kind = "search"': f'kind = "search"\nworkers = {workers}', "timeout_s = 60": "timeout_s = 60\ncache = false"}
+    replace = {'kind = "search"': f'kind = "search"\nworkers = {workers}',
+               "timeout_s = 60": "timeout_s = 60\ncache = false"}
     if agent:
         replace['kind = "search"'] = f'kind = "files"\nworkers = {workers}\n[agent.files]\npath = "candidates/"'
     set_contract(root, replace=replace, append=WORKERS.format(max_parallel=max_parallel) + budget)

@@ -39,7 +39,8 @@ def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None 
     Jobs at once: `compute.max_parallel`, capped for GPU jobs at
     max(1, max_concurrent_gpus // gpus_per_job) (`check_compute`): locally one pool of slots shared
     by every batch in flight; on Slurm each array's `%K` is its share, K // `workers` (at least 1),
-    as the campaign's `workers` may each have an array in flight. pid_dir: where the local executor records running jobs (unused on Slurm, whose
+    as the campaign's `workers` may each have an array in flight. pid_dir: where the local executor
+    records running jobs (unused on Slurm, whose
     ids the kernel records through on_submit). Locally, GPU jobs get devices of `compute.gpus`.
     Raises RatchetError `compute.gpus_too_few` locally when fewer devices are declared than one
     job asks.

@@ -28,6 +28,7 @@ instead (`_Todo`).
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import queue
 import shutil
@@ -306,7 +307,7 @@ class LocalExecutor:
                 return
             index, spec = item
             if self.is_cancelled(spec.job_id) or not self.slots.acquire(
-                    spec.background, lambda: self.is_cancelled(spec.job_id)):
+                    spec.background, functools.partial(self.is_cancelled, spec.job_id)):
                 result = not_started(spec)
             else:
                 try:

@@ -33,7 +33,8 @@ def attempt_row(a: AttemptState) -> dict[str, Any]:
     """One attempt for status and reports: {attempt, summary, verdict, reason, reason_text,
     estimate, interval, p_value, units, level, champion_mean, candidate_mean, params, promoted,
     confirm, worker, rebases} (`worker`: the worker that ran it, None in a run of one worker;
-    `rebases`: the accepted attempt whose change it re-measured on a moved champion). `estimate` is the paired gain (direction-normalized); `champion_mean` and
+    `rebases`: the accepted attempt whose change it re-measured on a moved champion). `estimate` is
+    the paired gain (direction-normalized); `champion_mean` and
     `candidate_mean` the raw means of each side over the trial's units (None: no jobs ran)."""
     verdict, reason = final_verdict(a)
     confirm = None

@@ -228,8 +228,8 @@ def render_frame(frame: Mapping[str, Any]) -> RenderableType:
     parts += [_current(frame["current"], frame["state"] == "running")] if frame.get("current") else []
     parts += [_launch(frame["launch"])] if frame.get("launch") else []
     if frame.get("in_flight"):
-        parts += [Text("in flight: " + ", ".join(attempt_label(a) + (f" {a['summary'][:30]}" if a.get("summary") else "")
-                                                 for a in frame["in_flight"]))]
+        shown = [attempt_label(a) + (f" {a['summary'][:30]}" if a.get("summary") else "") for a in frame["in_flight"]]
+        parts += [Text("in flight: " + ", ".join(shown))]
     parts += [_budgets(frame["budgets"])]
     if frame.get("forecast") and frame["state"] == "running":
         f = frame["forecast"]

@@ -18,13 +18,13 @@ from ratchet.present.report.data import AttemptDetail, ReportData
 from ratchet.present.report.html_examples import examples_section, parameters_section
 from ratchet.present.report.html_parts import ColumnKind, bar, esc, figure, inline, table, verdict
 from ratchet.present.report.legs import leg_heading, request_lines, stream_heading
-from ratchet.present.status import attempt_label
 from ratchet.present.report.plots import (
     budget_figure,
     champion_figure,
     effects_figure,
     figure_svg,
 )
+from ratchet.present.status import attempt_label
 
 __all__ = ["CONTENT_SECURITY_POLICY", "esc", "inline", "render_html"]
 
