@@ -51,6 +51,8 @@ class Crew:
         for thread in threads:
             while thread.is_alive():
                 thread.join(JOIN_POLL_S)
+                if self.k.interrupted:  # the signal handler cancelled the jobs; the agents' legs stop too
+                    self.k.agent_executor.cancel()
         if self.error is not None:
             raise self.error
         if self.k.interrupted:
