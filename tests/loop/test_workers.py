@@ -6,6 +6,7 @@ jobs overlapped and how many jobs ran at once; the ledger says the rest."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -192,4 +193,30 @@ def test_kill_9_with_attempts_in_flight_then_resume(bench_repo: Path, tmp_path: 
     assert set(resumed_workers.values()) <= {1, 2, 3}
     _linear_promotions(bench_repo, run_id, evs)
     code, out, err = ratchet("verify", run_id, "--dir", str(bench_repo))
+    assert code == 0, (out, err)
+
+
+def test_two_command_agents_each_their_own_session_and_workspace(tmp_path: Path):
+    from ratchet.compute.sandbox import probe_bwrap
+
+    if not probe_bwrap().available:
+        import pytest
+
+        pytest.skip("the command agent needs a working bwrap")
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "agent", root)
+    text = (root / "ratchet.toml").read_text().replace('kind = "command"', 'kind = "command"\nworkers = 2', 1)
+    (root / "ratchet.toml").write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "baseline")
+    code, out, err = ratchet("run", str(root), timeout=600)
+    assert code == 0, err
+    evs = events(root, out["result"]["run_id"])
+    started = {e["data"]["attempt"]: e["data"]["worker"] for e in evs if e["kind"] == "attempt.started"}
+    assert sorted(started.values()) == [1, 2], started
+    legs = {e["data"]["attempt"] for e in evs if e["kind"] == "agent.leg"}
+    assert legs == {1, 2}  # each attempt's own CLI session
+    _linear_promotions(root, out["result"]["run_id"], evs)
+    code, out, err = ratchet("verify", out["result"]["run_id"], "--dir", str(root))
     assert code == 0, (out, err)
