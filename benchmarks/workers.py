@@ -109,7 +109,8 @@ def main() -> None:
             "(seconds from the first attempt's start to the last verdict x max_parallel).\n\n"
             + table(["workers", "wall (s)", "attempts", "job-units", "promotions", "holdout gain", "idle executor",
                      "stop"], rows))
-    save("workers" + ("-quick" if args.quick else ""), "Workers: the search agent on digits at agent.workers = 1, 2, 4", body)
+    save("workers" + ("-quick" if args.quick else ""), "Workers: the search agent on digits at agent.workers = 1, 2, 4",
+         body)
 
 
 if __name__ == "__main__":

@@ -378,5 +378,6 @@ def sibling_jobs(kernel: Kernel, attempt: int) -> list[dict[str, Any]]:
             running = job_id in state.running_jobs
             rows.append({"attempt": launched.attempt, "worker": open_attempts[launched.attempt],
                          "launch": job.get("group") or job["name"], "index": index, "command": job.get("command"),
-                         "why": launched.note, "state": "running" if running else job_state(done.state if done else None)})
+                         "why": launched.note,
+                         "state": "running" if running else job_state(done.state if done else None)})
     return rows
