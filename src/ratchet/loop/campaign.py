@@ -10,7 +10,7 @@ candidates again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
@@ -32,7 +32,6 @@ from ratchet.agents.base import (
 )
 from ratchet.compute.outcome import read_result
 from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, trial_worst_case
-from ratchet.core.errors import RatchetError
 from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
 from ratchet.core.payloads import (
@@ -41,26 +40,24 @@ from ratchet.core.payloads import (
     AttemptGaveUp,
     AttemptStarted,
     AttemptSubmitted,
-    ChampionPromoted,
     RunStarted,
-    TrialJudged,
     TrialPlanned,
     given,
 )
 from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.multiplicity import attempt_levels
-from ratchet.ledger.rundir import champion_branch
-from ratchet.loop.audit_trail import check_recorded_plan, keep_attempt
+from ratchet.loop.audit_trail import keep_attempt
 from ratchet.loop.history import idle_streak, level_history, past_attempts
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
-from ratchet.loop.life import Stop, live_campaign, record_stopped
-from ratchet.loop.measure import Progress
+from ratchet.loop.life import Stop, live_campaign
+from ratchet.loop.promotion import promote
 from ratchet.loop.rebase import moved, rebase, stale_decision
+from ratchet.loop.recorded import measure_recorded_plan, preflight, record_plan, record_verdict, walk_recorded_plan
 from ratchet.loop.revision import author_verdict, revisable
-from ratchet.loop.trial import TrialOutcome, measure_looks, settings_for
-from ratchet.present.progress import CampaignUI, LookEnded, SerialUI
+from ratchet.loop.trial import TrialOutcome
+from ratchet.present.progress import CampaignUI, SerialUI
 from ratchet.targets.base import Target
 from ratchet.workspace.scope import check_scope
 
@@ -528,37 +525,8 @@ class Campaign:
     # -- promotion and holdout -----------------------------------------------------------------
 
     def _promote(self, number: int, sub: Submit, outcome: TrialOutcome) -> bool:
-        """Promote attempt `number`'s accepted candidate: a compare-and-swap under the kernel's lock,
-        made only while the champion is still the one its trial measured against (its
-        `against_commit`). Returns False, promoting nothing, when another attempt was promoted
-        meanwhile; True once promoted (now or before)."""
-        with self.k.guard:
-            if self.k.find("champion.promoted", attempt=number):
-                return True
-            state = self.k.state()
-            branch = champion_branch(self.k.run.run_id)
-            head = self.k.git.branch_commit(branch)
-            parent = state.champion.commit or ""
-            me = state.attempt(number)
-            measured = (me.against_commit if me is not None else None) or parent
-            d = outcome.decision
-            if head is not None and head != parent and self.k.git.tree_of(head) == sub.tree:
-                commit = head  # promoted by a kernel killed before it could record it
-            elif measured != parent:
-                self.ui.note(f"attempt {number}: accepted against a champion that attempt {state.champion.attempt} "
-                             "has replaced since: not promoted; its change is re-based and measured again")
-                return False
-            else:
-                message = promotion_message(number, sub, d, self.contract.target.metric or "metric")
-                commit = self.k.git.commit_tree(sub.tree or "", [parent], message)
-                self.k.git.update_branch(branch, commit, head)
-            self.k.record(ChampionPromoted(
-                attempt=number, commit=commit, tree=sub.tree or "", estimate=d.estimate,
-                interval=list(d.interval) if d.interval else None, mean=outcome.candidate_mean,
-                lcb=outcome.candidate_lcb, branch=branch,
-            ))
-        self.ui.promoted(number, commit, d.estimate, d.interval)
-        return True
+        """See `loop.promotion.promote`."""
+        return promote(self.k, self.ui, number, sub, outcome)
 
     def _holdout(self) -> None:
         state = self.k.state()
@@ -579,80 +547,6 @@ class Campaign:
     def preflight(self) -> None:
         """See `preflight`."""
         preflight(self.k, self.target, self.ui)
-
-
-def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
-                       progress: Progress | None = None, on_look: Callable[[LookEnded], None] | None = None
-                       ) -> TrialOutcome:
-    """Record `trial.planned` for `plan` with its `level` and `margin` (`record_plan`) and walk its
-    looks through the gate (`measure_recorded_plan`). Raises measure.Interrupted on Ctrl-C."""
-    planned = record_plan(k, plan, level, margin)
-    return measure_recorded_plan(k, target, plan, planned, margin, progress, on_look)
-
-
-def record_plan(k: Kernel, plan: Plan, level: float, margin: float) -> TrialPlanned:
-    """Record `trial.planned` for `plan` with its `level` and `margin` (once: a resume finds it, and
-    judges with the level and margin recorded then); returns the recorded payload. Raises
-    LedgerError when a recorded plan of the same stage differs (`check_recorded_plan`)."""
-    with k.guard:
-        check_recorded_plan(k, plan)
-        blob = k.blobs.put_bytes(plan.canonical_bytes())
-        return k.once(TrialPlanned(
-            attempt=plan.attempt, trial=plan.trial, stage=plan.stage, plan_digest=plan.digest, plan_blob=blob,
-            level=level, margin=margin, looks=list(plan.looks), jobs=len(plan.jobs),
-        ), "attempt", "stage")
-
-
-def measure_recorded_plan(k: Kernel, target: Target, plan: Plan, planned: TrialPlanned, margin: float,
-                          progress: Progress | None = None, on_look: Callable[[LookEnded], None] | None = None
-                          ) -> TrialOutcome:
-    """Walk recorded `plan`'s looks through the gate at the level and margin `planned` recorded
-    (`margin` for a plan recorded before margins were; `on_look` hears of each look's end). Raises
-    measure.Interrupted on Ctrl-C."""
-    margin = margin if planned.margin is UNSET else planned.margin
-    return measure_looks(plan, target, k.runner(target, progress), settings_for(plan, target, planned.level, margin),
-                         on_look)
-
-
-def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
-                   **extra: Any) -> TrialJudged:
-    """Record `trial.judged` for stage `stage` of `attempt` (once: a resume finds it): the
-    decision, the means, bounds and paired skewness of `outcome` (None: judged without jobs) and
-    `extra` (a holdout's splits). Returns the recorded payload."""
-    data: dict[str, Any] = {"attempt": attempt, "stage": stage, **decision.to_json(), **extra}
-    if outcome is not None:
-        data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
-                    champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb,
-                    skewness=outcome.skewness)
-    return k.once(TrialJudged(**data), "attempt", "stage")
-
-
-def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
-    """Measure the baseline once before any attempt (stage `preflight`; a resume reuses it). A
-    target that cannot measure at all stops the run here: `run.stopped` with stop reason
-    `preflight_failed` is recorded, then the target's MeasurementError (exit 2) is raised."""
-    state = k.state()
-    jobs = target.preflight_jobs(state.baseline.tree or "")
-    if not jobs:
-        return
-    ui.note("preflight: measuring the baseline once")
-    results = k.runner(target, ui.jobs).measure_jobs(jobs, attempt=NO_ATTEMPT, stage="preflight")
-    try:
-        target.check_preflight(list(results.values()), k.run.jobs)
-    except RatchetError as exc:
-        record_stopped(k, "preflight_failed", detail=exc.code)
-        raise
-
-
-def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str:
-    """The champion commit's message: the summary, the confirmed gain, and the attempt's report."""
-    interval = f"[{d.interval[0]:.4g}, {d.interval[1]:.4g}]" if d.interval else "-"
-    return (
-        f"ratchet: promote attempt {number}: {sub.summary}\n\n"
-        f"Confirmed gain: {d.estimate:+.4g} {metric} (95% interval {interval}, p = {d.p_value:.3g}, "
-        f"{d.units} paired units, level {d.level:.3g}).\n\n"
-        f"Report:\n{sub.report}\n"
-    )
 
 
 def run_warnings(kernel: Kernel) -> list[str]:
