@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import events, ratchet, set_contract
+from helpers import events, interrupted_at, ratchet, set_contract
 from repo_fixture import git
 
 from ratchet.loop.kernel import CRASH_AT_ENV
@@ -220,3 +220,22 @@ def test_two_command_agents_each_their_own_session_and_workspace(tmp_path: Path)
     _linear_promotions(root, out["result"]["run_id"], evs)
     code, out, err = ratchet("verify", out["result"]["run_id"], "--dir", str(root))
     assert code == 0, (out, err)
+
+
+def test_ctrl_c_stops_every_worker_and_the_run_resumes(bench_repo: Path, tmp_path: Path, monkeypatch):
+    spy = tmp_path / "spy"
+    spy.mkdir()
+    monkeypatch.setenv("SPY_DIR", str(spy))
+    _project(bench_repo, workers=3, max_parallel=3, budget="[budget]\nmax_attempts = 4\n")
+    code, out, err = interrupted_at(bench_repo, ["run", str(bench_repo)],
+                                    lambda d: d["attempt"] >= 2 and d["stage"] == "trial")
+    assert code == 130, err
+    run_id = out["result"]["run_id"]
+    evs = events(bench_repo, run_id)
+    assert evs[-1]["kind"] == "run.stopped" and evs[-1]["data"]["stop_reason"] == "interrupted"
+    started = {e["data"]["job_id"] for e in evs if e["kind"] == "job.started"}
+    ended = {e["data"]["job_id"] for e in evs if e["kind"] == "job.finished"}
+    assert started <= ended, "a job of some worker was left running"
+    code, out, err = ratchet("run", str(bench_repo), "--resume", run_id)
+    assert code == 0, err
+    _linear_promotions(bench_repo, run_id, events(bench_repo, run_id))
