@@ -349,6 +349,8 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
                       fmt_num(a.get("champion_mean")), fmt_num(a.get("candidate_mean")),
                       fmt_p(a["p_value"]), fmt_level(a.get("level"), a["p_value"]), str(a["units"] or "-"))
     out.print(table)
+    if r.get("in_flight"):
+        out.print("in flight: " + ", ".join(escape(attempt_label(a)) for a in r["in_flight"]))
     for w in r.get("warnings", []):
         err.print(f"[yellow]warning[/]: {escape(w)}")
 

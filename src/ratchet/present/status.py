@@ -80,7 +80,9 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
     Gains (`estimate`) are paired and direction-normalized; next to them, raw means in metric units
     (a pass rate for examples): `baseline.mean` (the preflight's), `champion.mean` (as last
     measured), each attempt's `champion_mean` / `candidate_mean`, and the holdout's `baseline_mean` /
-    `champion_mean`. `champion.params`: the champion's parameters (search agent; else None)."""
+    `champion_mean`. `champion.params`: the champion's parameters (search agent; else None).
+    `in_flight`: while the run is running, the attempts started and not yet judged nor given up
+    ({attempt, worker, summary}: with several workers, one per busy worker)."""
     run_state = state.state
     if run_state == "running" and lock_holder is None:
         run_state = "interrupted"
@@ -121,4 +123,6 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
             "limits": dict(state.limits),
         },
         "attempts": [attempt_row(a) for a in state.attempts],
+        "in_flight": [{"attempt": a.attempt, "worker": a.worker, "summary": a.summary} for a in state.attempts
+                      if a.verdict is None and a.gave_up is None] if run_state == "running" else [],
     }
