@@ -195,7 +195,12 @@ class Campaign:
         spent = replace(used, wall_s=now_wall)
         ran = [j for j in state.finished_jobs.values() if not j.cached and j.state not in ("skipped", "cancelled")]
         job_wall = sum(j.elapsed_s for j in ran) / len(ran) if ran else 0.0
-        expected = forecast(spent, state.last_attempt, len(ran), job_wall,
+        # The mean attempt's cost: per attempt finished. One worker finishes every attempt it started
+        # before this check; several overlap theirs, and the wall per attempt finished is then what
+        # one more attempt adds (counting the attempts in flight would stop the run too early).
+        done = state.last_attempt if self.workers == 1 else sum(
+            1 for a in state.attempts if a.verdict is not None or a.gave_up is not None)
+        expected = forecast(spent, done, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
         stop = exhausted(self.contract, spent, state.trials_run, self._reserve() + in_flight * self._trial_worst(),
                          self._trial_worst(), expected)
