@@ -38,6 +38,7 @@ SCRIPTS = {
     "kernel_overhead": "`ratchet run` of ~1,000 50 ms jobs against xargs -P 2 + bwrap (§4e)",
     "digits_example": "the bundled digits campaign, run once (§5)",
     "verify_costs": "`ratchet verify` on a 100,000-event run (docs/verify.md)",
+    "workers": "the search agent on digits at agent.workers = 1, 2, 4 (docs/workers.md)",
 }
 
 

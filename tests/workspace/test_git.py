@@ -295,3 +295,16 @@ def test_tree_from_dir_handles_more_files_than_one_hashing_batch(bench_repo, tmp
     work = tmp_path / "many"
     repo.materialize_tree(tree, work)
     assert repo.tree_from_dir(work) == tree
+
+
+def test_merge_trees_rebases_a_change_onto_a_moved_tree_or_names_the_conflict(bench_repo):
+    g = Git(bench_repo)
+    base = g.tree_of("HEAD")
+    ours = g.overlay_tree(base, {"params.toml": b"x = 3.0\n"})
+    other_file = g.overlay_tree(base, {"notes.txt": b"a note\n"})
+    merged, conflicts = g.merge_trees(base, ours, other_file)
+    assert conflicts == [] and merged is not None
+    assert g.read_blob(merged, "params.toml") == b"x = 3.0\n" and g.read_blob(merged, "notes.txt") == b"a note\n"
+    same_line = g.overlay_tree(base, {"params.toml": b"x = 2.9\n"})
+    assert g.merge_trees(base, ours, same_line) == (None, ["params.toml"])
+    assert g.merge_trees(base, ours, merged) == (merged, [])  # re-basing a re-based tree changes nothing

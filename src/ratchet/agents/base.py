@@ -170,13 +170,37 @@ class AgentContext:
     """What an agent knows at the start of an attempt: the attempt number (1-based), the champion's
     tree, the campaign seed, the history of finished attempts (from the ledger), and `revising`:
     the verdict of the attempt this one revises (the same session continues: `Agent.can_revise`),
-    or None for a fresh attempt."""
+    or None for a fresh attempt. With several workers (`agent.workers`): `in_flight` the other
+    attempts started and not yet finished (their params and summary once submitted: verdict None),
+    so an agent does not propose what a sibling is measuring; `proposal` the attempt's number among
+    the attempts agents proposed (re-base attempts, which no agent works in, are not counted; 0:
+    the same as `attempt`)."""
 
     attempt: int
     champion_tree: str
     campaign_seed: int
     history: tuple[PastAttempt, ...] = field(default_factory=tuple)
     revising: Verdict | None = None
+    in_flight: tuple[InFlight, ...] = field(default_factory=tuple)
+    proposal: int = 0
+
+    @property
+    def ordinal(self) -> int:
+        """`proposal` when set, else `attempt`: which of an agent's proposals this is (1-based)."""
+        return self.proposal or self.attempt
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A sibling's attempt in flight (started, not finished) as another worker's agent may know it:
+    its number, the worker running it, and once submitted its params (search agent), summary and
+    candidate tree (None before)."""
+
+    attempt: int
+    worker: int | None
+    params: Mapping[str, Any] | None = None
+    summary: str | None = None
+    tree: str | None = None
 
 
 class TreeBuilder(Protocol):
@@ -199,6 +223,12 @@ class Agent(ABC):
     target each candidate of such an agent is measured on the dev split before its trial (job stage
     `dev`, |dev| job-units) so that the history has something to show; an agent that never reads it
     (the files agent's prepared candidates) sets False and costs nothing more."""
+
+    proposes_at_once: bool = False
+    """Whether `start` returns its submission at once, cheaply, without launching anything (search,
+    files): with several workers the campaign then asks it under the kernel's lock and records the
+    submission before another worker asks, so each ask sees every sibling's proposal in flight.
+    One instance is then shared by the workers."""
 
     stopped_by_budget: BudgetStop | None = None
     """The agent's own budget (model calls, tokens, USD) that made it give up, once one has: the

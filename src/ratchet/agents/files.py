@@ -28,10 +28,13 @@ def list_candidates(folder: Path) -> list[Path]:
 
 
 class FilesAgent(Agent):
-    """Submits the prepared candidate number `attempt` (1-based); gives up when none are left. Its
-    candidates were written before the run and never depend on earlier results."""
+    """Submits the prepared candidate number `ctx.ordinal` (1-based: the attempt's number among the
+    proposed ones, re-base attempts not counted); gives up when none are left. Its candidates were
+    written before the run and never depend on earlier results; stateless, so the workers of
+    `agent.workers` share one instance, each attempt taking the next candidate."""
 
     reads_history = False
+    proposes_at_once = True
 
     def __init__(self, folder: Path, trees: TreeBuilder):
         self.folder = folder
@@ -40,9 +43,9 @@ class FilesAgent(Agent):
     def start(self, ctx: AgentContext) -> Action:
         """Build the attempt's candidate tree from its prepared entry."""
         entries = list_candidates(self.folder)
-        if ctx.attempt > len(entries):
+        if ctx.ordinal > len(entries):
             return GiveUp(f"all {len(entries)} prepared candidates in {self.folder} were submitted")
-        entry = entries[ctx.attempt - 1]
+        entry = entries[ctx.ordinal - 1]
         if entry.is_dir():
             return self._overlay(ctx, entry)
         return self._patch(ctx, entry)

@@ -6,6 +6,9 @@ the context (their params and measured values: `value_of`) with a sampler seeded
 attempt), so a resumed run asks exactly what the original run asked. A warm-started run
 (`loop.warm_start`) adds, before them, the trials of earlier runs of the same search recorded in its
 `run.started`, and counts them in the sampler's seed (so its first ask is not the earlier runs' first).
+With several workers (`agent.workers`) one instance serves them all: the attempts in flight
+(`AgentContext.in_flight`) are told as running trials with TPE's constant liar, so concurrent asks
+do not propose the point a sibling is measuring (a random sampler draws from its own seed).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from ratchet.core.errors import DataError
 
 class SearchAgent(Agent):
     """Proposes one parameter set per attempt. `direction` is the target's ("max" | "min")."""
+
+    proposes_at_once = True
 
     def __init__(self, config: SearchAgentConfig, direction: str, trees: TreeBuilder):
         self.config = config
@@ -64,8 +69,9 @@ class SearchAgent(Agent):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         seed = (ctx.campaign_seed * 1_000_003 + len(self.warm) + ctx.attempt) % (2**32)
         sampler: optuna.samplers.BaseSampler
+        liar = bool(ctx.in_flight)  # siblings' asks in flight are told as running trials: TPE steers away
         if self.config.sampler == "tpe":
-            sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
+            sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=liar)
         else:
             sampler = optuna.samplers.RandomSampler(seed=seed)
         direction: Literal["maximize", "minimize"] = "maximize" if self.direction == "max" else "minimize"
@@ -80,6 +86,10 @@ class SearchAgent(Agent):
             study.add_trial(
                 optuna.trial.create_trial(params=dict(past.params), distributions=dists, value=value, state=state)
             )
+        for sibling in ctx.in_flight:
+            if sibling.params is not None and set(sibling.params) == set(dists):
+                study.add_trial(optuna.trial.create_trial(params=dict(sibling.params), distributions=dists,
+                                                          state=optuna.trial.TrialState.RUNNING))
         trial = study.ask(dists)
         return {name: trial.params[name] for name in self.config.space}
 

@@ -26,6 +26,7 @@ hidden = []              # never present in an agent's workspace
 
 [agent]
 max_idle_attempts = 3    # attempts in a row whose agent did not work before the run stops (0: never)
+workers = 1              # attempts in flight at once, each with its own agent (docs/workers.md)
 kind = "search"          # search | files | command | llm (its own table follows the kind)
 [agent.search]
 file = "params.toml"     # tunables are written into this file (.toml or .json)

@@ -18,7 +18,7 @@ from ratchet.core.errors import EXIT_INTERRUPTED, MeasurementError
 from ratchet.core.inputs import uncommitted_warning
 from ratchet.ledger.project_lock import sole_run
 from ratchet.ledger.rundir import champion_branch, ensure_ratchet_dir
-from ratchet.loop.agents import AgentLink, make_agent
+from ratchet.loop.agents import AgentLink, make_agents
 from ratchet.loop.kernel import Kernel
 from ratchet.present.progress import CampaignUI
 from ratchet.targets.examples import ExampleData, load_split
@@ -66,10 +66,10 @@ def _start(loaded: LoadedContract, git: Git, directory: Path, resume: str | None
 
     data = load_examples_data(loaded)
     link = AgentLink()
-    agent = make_agent(loaded.contract, loaded.root, git, link, data)
+    agents = make_agents(loaded.contract, loaded.root, git, link, data)
     kernel, target = open_campaign(loaded, git, resume, data, directory)
     link.bind(kernel)
-    return _run(kernel, Campaign(kernel, agent, ui, target))
+    return _run(kernel, Campaign(kernel, agents, ui, target))
 
 
 def _run(kernel: Kernel, campaign: Any) -> dict[str, Any]:

@@ -88,6 +88,9 @@ class JobSpec:
         at once, a sliding window (the next starts as soon as one of them ends), within the
         executor's own `max_parallel`; None: only the executor's limit (an agent's launch with
         `--concurrency`).
+    background: an agent's own experiment (stage `launch`): an executor shared by several workers
+        starts it only when no gate measurement (trial, confirm, holdout, preflight, dev) waits for
+        a slot (ordering, never CPU priority: niceness would skew timing metrics).
     """
 
     job_id: str
@@ -102,6 +105,7 @@ class JobSpec:
     artifacts: ArtifactSpec | None = None
     group: str | None = None
     group_max_parallel: int | None = None
+    background: bool = False
 
     @property
     def group_cap(self) -> tuple[str, int] | None:

@@ -33,15 +33,16 @@ def check_compute(compute: ComputeSection) -> JobsAtOnce:
 
 
 def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None = None,
-                  job_token: str | None = None) -> Executor:
+                  job_token: str | None = None, workers: int = 1) -> Executor:
     """The executor of `compute.backend` for a run whose jobs live in `jobs_dir`.
 
     Jobs at once: `compute.max_parallel`, capped for GPU jobs at
-    max(1, max_concurrent_gpus // gpus_per_job) (`check_compute`); on Slurm that is the K of each
-    array's `%K`. pid_dir: where the local executor records running jobs (unused on Slurm, whose
-    ids the kernel records through on_submit). job_token: on Slurm, the name of the run's jobs as
-    the ledger recorded it (None: derived from jobs_dir, `slurm_calls.run_token`); unused locally.
-    Locally, GPU jobs get devices of `compute.gpus`.
+    max(1, max_concurrent_gpus // gpus_per_job) (`check_compute`): locally one pool of slots shared
+    by every batch in flight; on Slurm each array's `%K` is its share, K // `workers` (at least 1),
+    as the campaign's `workers` may each have an array in flight. pid_dir: where the local executor
+    records running jobs (unused on Slurm, whose ids the kernel records through on_submit).
+    job_token: on Slurm, the name of the run's jobs as the ledger recorded it (None: derived from
+    jobs_dir, `slurm_calls.run_token`); unused locally. Locally, GPU jobs get devices of `compute.gpus`.
     Raises RatchetError `compute.gpus_too_few` locally when fewer devices are declared than one
     job asks.
     """
@@ -49,17 +50,17 @@ def make_executor(compute: ComputeSection, jobs_dir: Path, pid_dir: Path | None 
     if compute.backend == "slurm":
         from ratchet.compute.slurm import SlurmExecutor
 
-        return SlurmExecutor(jobs_dir, k, compute.slurm, token=job_token)
+        return SlurmExecutor(jobs_dir, k, compute.slurm, token=job_token, workers=workers)
     from ratchet.compute.local import LocalExecutor
 
     return LocalExecutor(jobs_dir, k, pid_dir, compute.gpu_devices)
 
 
-def make_agent_executor(jobs_dir: Path) -> Executor:
-    """The executor of an agent's own processes (a command agent's legs): local, one job at a time,
-    whatever `compute.backend` (an agent talks to the kernel through files on this machine). An
-    output over its job's `output_cap_bytes` keeps its end on disk (a CLI's last lines say how its
-    leg ended)."""
+def make_agent_executor(jobs_dir: Path, workers: int = 1) -> Executor:
+    """The executor of an agent's own processes (a command agent's legs): local, one job per worker
+    at a time (`agent.workers`), whatever `compute.backend` (an agent talks to the kernel through
+    files on this machine). An output over its job's `output_cap_bytes` keeps its end on disk (a
+    CLI's last lines say how its leg ended)."""
     from ratchet.compute.local import LocalExecutor
 
-    return LocalExecutor(jobs_dir, 1, keep_end=True)
+    return LocalExecutor(jobs_dir, workers, keep_end=True)

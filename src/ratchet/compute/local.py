@@ -18,20 +18,24 @@ to the shim first, SIGKILL to it last). When a job ends normally, processes it l
 killed too. cpu_s is the rusage of the reaped leader: the job and the descendants it waited for
 (processes killed as leftovers are not counted); under bwrap, where that rusage is lost, the job's
 wall time (one core) is charged instead. `spec.resources` is not enforced locally: the
-pool's size (`max_parallel`) is the local limit. Jobs of one batch start in submission order, except
+pool's size (`max_parallel`) is the local limit, shared by every batch in flight (`_Slots`: the
+workers of `agent.workers` submit batches at once; gate measurements are served before an agent's
+experiments). Jobs of one batch start in submission order, except
 that a job whose group (`spec.group_cap`) already runs its cap waits and the next eligible job starts
 instead (`_Todo`).
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import os
 import queue
 import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +63,9 @@ from ratchet.core.jobfiles import JobFiles
 
 GPU_WAIT_S = 0.05
 """Seconds between checks while a GPU job waits for its devices."""
+
+SLOT_POLL_S = 0.2
+"""Seconds between checks of a cancel while a job waits for one of the executor's slots."""
 
 
 
@@ -108,6 +115,44 @@ class _Todo:
             self._cond.notify_all()
 
 
+class _Slots:
+    """The executor's `max_parallel` slots, shared by every batch in flight (several workers'
+    trials, confirmations and launches at once): a job holds one from its start to its end. Waiting
+    jobs are served gate measurements first, then background ones (`JobSpec.background`), each class
+    first come first served, so no batch starves another."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.used = 0
+        self._waiting: list[tuple[bool, int]] = []  # (background, ticket), kept sorted: the head is served next
+        self._tickets = 0
+        self._cond = threading.Condition()
+
+    def acquire(self, background: bool, cancelled: Callable[[], bool]) -> bool:
+        """Wait for a slot; True once held, False when `cancelled()` turned true meanwhile (then
+        nothing is held)."""
+        with self._cond:
+            self._tickets += 1
+            me = (background, self._tickets)
+            bisect.insort(self._waiting, me)
+            try:
+                while self.used >= self.size or self._waiting[0] != me:
+                    if cancelled():
+                        return False
+                    self._cond.wait(SLOT_POLL_S)
+                self.used += 1
+                return True
+            finally:
+                self._waiting.remove(me)
+                self._cond.notify_all()
+
+    def release(self) -> None:
+        """A job holding a slot ended."""
+        with self._cond:
+            self.used -= 1
+            self._cond.notify_all()
+
+
 class LocalExecutor:
     """Runs jobs as local processes, at most `max_parallel` at a time (see the module docstring);
     implements `compute.base.Executor` (external ids are pids).
@@ -137,6 +182,7 @@ class LocalExecutor:
         self.pid_dir = Path(pid_dir) if pid_dir is not None else None
         self.gpu_pool = GpuPool(gpus)
         self.keep_end = keep_end
+        self.slots = _Slots(max_parallel)
         self._cancelled = False
         self._cancel_ids: set[str] = set()
         self._closed = False
@@ -260,7 +306,8 @@ class LocalExecutor:
             if item is None:
                 return
             index, spec = item
-            if self.is_cancelled(spec.job_id):
+            if self.is_cancelled(spec.job_id) or not self.slots.acquire(
+                    spec.background, functools.partial(self.is_cancelled, spec.job_id)):
                 result = not_started(spec)
             else:
                 try:
@@ -269,6 +316,7 @@ class LocalExecutor:
                     result = unknown_result(spec, f"the executor failed: {type(exc).__name__}: {exc}")
                 finally:
                     self.gpu_pool.release(spec.job_id)
+                    self.slots.release()
             todo.done(spec)
             events.put(("result", index, result))
 

@@ -101,8 +101,10 @@ class SlurmExecutor:
     `compute.base.Executor` (external ids are `<array id>_<index>`).
 
     jobs_dir: where `<job_id>/` directories go; must be visible at the same path on the nodes.
-    max_parallel: K of `--array=0-N%K` (tasks of one array running at once; a capped group's own
-        cap when smaller).
+    max_parallel: K, the run's cap on tasks running at once. workers: the campaign's
+        `agent.workers`, each of which may have an array in flight: each array is throttled to
+        `%max(1, K // workers)` (`throttle`; a capped group's own cap when smaller), so N arrays
+        together run at most K tasks (while K >= workers).
     settings: `[compute.slurm]` of the contract (partition, account, qos, extra_args, poll, grace).
     scheduler_calls: how many scheduler commands this executor ran (`calls` by command name).
     token: the job name of its arrays, checked on reattach and every poll: the one the run's
@@ -117,11 +119,12 @@ class SlurmExecutor:
     external_ids_are_pids = False
 
     def __init__(self, jobs_dir: Path, max_parallel: int, settings: SlurmSection | None = None,
-                 token: str | None = None):
+                 token: str | None = None, workers: int = 1):
         if max_parallel < 1:
             raise RatchetError("compute.max_parallel", f"compute.max_parallel is {max_parallel}; it must be >= 1")
         self.jobs_dir = Path(jobs_dir)
         self.max_parallel = max_parallel
+        self.throttle = max(1, max_parallel // max(1, workers))  # each worker's array: its share of the cap
         self.settings = settings or SlurmSection()
         self.scheduler = Scheduler()
         self._known: dict[str, str] = {}  # job_id -> external id, for cancel(ids)
@@ -174,7 +177,7 @@ class SlurmExecutor:
         batch = SlurmBatch([], on_result)
         try:
             for (resources, cap), group in groups.items():
-                throttle = min(self.max_parallel, cap[1]) if cap is not None else self.max_parallel
+                throttle = min(self.throttle, cap[1]) if cap is not None else self.throttle
                 after: str | None = None  # a split group's arrays run one after the other: one throttle
                 for part in split_arrays(len(group), self._array_limit()):
                     array_id, tag = submit_array(self.scheduler, self.settings, self.jobs_dir, self.token, wrapper,

@@ -17,6 +17,7 @@ from ratchet.core.audit_view import Judged, Planned, RunView
 from ratchet.core.events import Event
 from ratchet.core.gate import WITHOUT_JOBS
 from ratchet.core.gate_design import margin_for_state
+from ratchet.core.payloads import AttemptStarted, given
 from ratchet.core.vocab import Stage
 
 FindingCode = Literal[
@@ -134,7 +135,9 @@ def plan_inputs(view: RunView) -> list[tuple[Planned, PlanInputs | Finding]]:
     cannot be known): trials numbered 1, 2, ... in order; a trial's champion the champion before it,
     its candidate the attempt's submitted tree and its block the promotions recorded before it; a
     confirmation after its own accepted trial, with that trial's index, trees, units and block; the
-    holdout the baseline against the champion before it."""
+    holdout the baseline against the champion before it. A trial's champion is the one recorded
+    when its candidate was submitted (with several workers the champion may move between the
+    submission and the plan; the trial still measures against the tree the candidate is built on)."""
     out: list[tuple[Planned, PlanInputs | Finding]] = []
     trials: dict[Any, PlanInputs] = {}
     for p in view.planned:
@@ -145,7 +148,7 @@ def plan_inputs(view: RunView) -> list[tuple[Planned, PlanInputs | Finding]]:
                                        "submitted candidate tree before it")))
                 continue
             block = sum(1 for pr in view.promoted if pr.seq < p.seq)
-            inputs = PlanInputs("trial", p.attempt, len(trials) + 1, view.champion_before(p.seq) or "", sub.tree,
+            inputs = PlanInputs("trial", p.attempt, len(trials) + 1, view.champion_before(sub.seq) or "", sub.tree,
                                 block=block)
             trials[p.attempt] = inputs
         elif p.stage == "confirm":
@@ -223,9 +226,22 @@ def compare_decision(judged: Judged, derived: Mapping[str, Any]) -> list[Finding
     return [Finding("verify.verdict", judged.seq, f"{judged.stage} of attempt {judged.attempt}: " + "; ".join(diffs))]
 
 
+def _champion_moved(view: RunView, attempt: Any, submitted_seq: int) -> bool:
+    """Whether a promotion was recorded between attempt `attempt`'s start (a re-base attempt: its
+    original's) and its submission at `submitted_seq`."""
+    started = {a: seq for seq, a in view.attempts_started}
+    seq = started.get(attempt)
+    event = next((e for e in view.events if e.seq == seq), None) if seq is not None else None
+    rebases = given(event.payload.rebases) if event is not None and isinstance(event.payload, AttemptStarted) else None
+    if rebases is not None and rebases in view.submitted:
+        seq = view.submitted[rebases].seq  # the original was built on the champion it was submitted against
+    return seq is not None and view.champion_before(seq) != view.champion_before(submitted_seq)
+
+
 def check_without_jobs(view: RunView) -> list[Finding]:
     """Trial verdicts with no plan: only the reasons reached without jobs, `no_change` only for the
-    champion's own tree and `duplicate` only for a tree measured by an earlier attempt."""
+    champion's own tree, `duplicate` only for a tree measured by an earlier attempt, and `stale`
+    only when the champion moved between the attempt's start and its submission."""
     out, measured = [], set()
     for j in view.judged:
         if j.stage != "trial":
@@ -244,6 +260,8 @@ def check_without_jobs(view: RunView) -> list[Finding]:
             problem = f"no_change, but tree {tree} is not the champion's {view.champion_before(j.seq)}"
         elif reason == "duplicate" and tree not in measured:
             problem = f"duplicate, but tree {tree} was not measured by an earlier attempt"
+        elif reason == "stale" and not _champion_moved(view, j.attempt, sub.seq if sub else j.seq):
+            problem = "stale, but no attempt was promoted between its start and its submission"
         if problem:
             out.append(Finding("verify.without_jobs", j.seq, f"attempt {j.attempt}: {problem}"))
     return out

@@ -13,6 +13,9 @@ from ratchet.core.contract_llm import LlmAgentConfig, LlmPrice
 
 # --- [agent] ------------------------------------------------------------------------------------
 
+MAX_WORKERS = 64
+"""The most attempts `agent.workers` may keep in flight at once."""
+
 
 class FloatParam(_Model):
     """A float tunable in [low, high]; `log` samples on a log scale (then low > 0)."""
@@ -164,10 +167,12 @@ class AgentSection(_Model):
     """[agent]: who proposes candidates; the subsection named by `kind` is required.
     max_idle_attempts: attempts in a row whose agent did not work (failed to start, timed out,
     returned nothing usable, its server did not answer) after which the run stops
-    `agent_unresponsive`; 0: never."""
+    `agent_unresponsive`; 0: never. workers: attempts in flight at once (1..MAX_WORKERS), each
+    with its own agent instance, all judged against one champion (docs/workers.md)."""
 
     kind: Literal["search", "files", "command", "llm"]
     max_idle_attempts: Annotated[int, Field(ge=0)] = 3
+    workers: Annotated[int, Field(ge=1, le=MAX_WORKERS)] = 1
     search: SearchAgentConfig | None = None
     files: FilesAgentConfig | None = None
     command: CommandAgentConfig | None = None

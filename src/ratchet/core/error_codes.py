@@ -196,6 +196,8 @@ ERROR_CODES: Mapping[str, ErrorCode] = {
     "git.cat_file": _bad_input("git cat-file answered unexpectedly or ended early: check the repository with "
                                "`git fsck`"),
     "git.commit_failed": _bad_input("git commit-tree failed: the message carries git's stderr"),
+    "git.merge_failed": _bad_input("git merge-tree could not re-base a candidate onto a moved champion (git < 2.38, "
+                                   "an unknown tree): the message carries git's stderr"),
     "git.dest_not_empty": _bad_input("a checkout's destination exists and is not empty: use a fresh directory"),
     "git.failed": _bad_input("a git command failed: the message carries git's stderr"),
     "git.hash_failed": _bad_input("git hash-object failed on the working files: the message carries git's stderr"),

@@ -38,6 +38,7 @@ Reason = Literal[
     "duplicate",
     "scope_violation",
     "invalid_candidate",
+    "stale",
     "not_confirmed",
     "budget",
     "next_look",
@@ -56,13 +57,15 @@ REASONS: Mapping[str, str] = {
     "duplicate": "rejected without jobs: this tree was already measured in this run",
     "scope_violation": "rejected without jobs: the change leaves scope.allowed or adds a symlink/submodule",
     "invalid_candidate": "rejected without jobs: the submission is not a usable candidate tree",
+    "stale": ("rejected without jobs: another attempt was promoted since the candidate was built, and its "
+              "change does not re-base cleanly onto the new champion (a git merge conflict)"),
     "not_confirmed": "rejected: accepted by its trial but the confirmation on fresh units did not pass",
     "budget": "inconclusive: the remaining budget cannot cover the trial's worst case",
     "next_look": "continue: this look was not decisive; measure the next look's units and judge again",
     "guardrail": "rejected: a guardrail regressed beyond its allowance, or its non-inferiority was not shown",
 }
 
-WITHOUT_JOBS: frozenset[str] = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate"})
+WITHOUT_JOBS: frozenset[str] = frozenset({"no_change", "duplicate", "scope_violation", "invalid_candidate", "stale"})
 """The reasons a trial is decided before any job ran (`Decision.without_jobs`): they depend on the
 candidate alone, never on measured data."""
 

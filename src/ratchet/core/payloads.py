@@ -134,12 +134,18 @@ class RunAbandoned(Payload, frozen=True, kw_only=True):
 
 class AttemptStarted(Payload, frozen=True, kw_only=True):
     """attempt data.attempt (1-based, unique in the run) began; data.revises: the attempt whose verdict it
-    revises, in the same agent session"""
+    revises, in the same agent session; data.worker: the worker running it; data.rebases: the accepted
+    attempt whose change it re-measures on the moved champion"""
 
     kind: ClassVar[EventKind] = "attempt.started"
     attempt: int
     revises: int | UnsetType = UNSET
     """The attempt whose verdict this one answers: the same agent session revises its change."""
+    worker: int | UnsetType = UNSET
+    """Which of the run's `agent.workers` (1-based) runs this attempt; unset: the only one."""
+    rebases: int | UnsetType = UNSET
+    """The accepted attempt whose change this one re-measures, re-based onto a champion promoted
+    after that attempt's trial was planned (no agent works in this attempt)."""
 
 
 class AgentLaunched(Payload, frozen=True, kw_only=True):

@@ -90,9 +90,14 @@ class AttemptState:
     whether its candidate became the champion; `unresponsive` whether it ended because the agent
     did not work (`attempt.gave_up` / `attempt.submitted` data.unresponsive); `candidate_mean` /
     `champion_mean`: the trial's raw means of each side (Judgment); `revises` the attempt whose
-    verdict this one revises in the same agent session (`attempt.started` data.revises);
-    `planned_seq` the seq of its first `trial.planned` of stage trial, `decided_seq` that of the
-    event that decided it (its promotion, a trial or confirmation verdict other than accepted, its
+    verdict this one revises in the same agent session (`attempt.started` data.revises); `worker`
+    the worker that ran it (`attempt.started` data.worker; None: a run of one worker); `rebases` the
+    accepted attempt whose change it re-measures (data.rebases); `base_tree` / `base_commit` the
+    champion its agent started from (a re-base: the champion its original was submitted against);
+    `against_tree` / `against_commit` the champion when its candidate was submitted: the one its
+    submitted tree is built on (re-based onto it when the champion had moved) and its trial measures
+    it against; `planned_seq` the seq of its first `trial.planned` of stage trial, `decided_seq` that
+    of the event that decided it (its promotion, a trial or confirmation verdict other than accepted, its
     give-up): the ledger order the levels of attempts that overlap are read from (loop.history)."""
 
     attempt: int
@@ -122,6 +127,12 @@ class AttemptState:
     decided_seq: int | None = None
     guardrails: tuple[Mapping[str, Any], ...] = ()
     """Each guardrail's result in the trial's judgment (trial.judged data.guardrails)."""
+    worker: int | None = None
+    rebases: int | None = None
+    base_tree: str | None = None
+    base_commit: str | None = None
+    against_tree: str | None = None
+    against_commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -336,8 +347,13 @@ class Folder:
         self.sessions += 1
 
     def on_attempt_started(self, d: AttemptStarted) -> None:
-        revises = given(d.revises)
-        self.touch_attempt(d.attempt, **({"revises": revises} if revises is not None else {}))
+        revises, worker, rebases = given(d.revises), given(d.worker), given(d.rebases)
+        base = (self.champion.tree, self.champion.commit)
+        original = self.attempts.get(rebases) if rebases is not None else None
+        if original is not None:
+            base = (original.get("against_tree"), original.get("against_commit"))
+        extra = {k: v for k, v in (("revises", revises), ("worker", worker), ("rebases", rebases)) if v is not None}
+        self.touch_attempt(d.attempt, base_tree=base[0], base_commit=base[1], **extra)
         self.started += 1
         self.last_attempt = max(self.last_attempt, d.attempt)
 
@@ -365,6 +381,8 @@ class Folder:
             report_blob=d.report_blob,
             params=MappingProxyType(dict(d.params)) if d.params is not None else None,
             unresponsive=d.unresponsive is True,
+            against_tree=self.champion.tree,
+            against_commit=self.champion.commit,
         )
 
     def decide(self, number: Any) -> dict[str, Any]:

@@ -133,7 +133,9 @@ class Index:
         self._conn = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None)
+        # The kernel's workers (`agent.workers`) record from their own threads, one at a time under
+        # the kernel's lock: the connection may be used by a thread other than its creator.
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(SCHEMA)

@@ -240,6 +240,10 @@ def _attempts(conn: sqlite3.Connection, means: _Means) -> tuple[AttemptState, ..
     query = f"SELECT {_JUDGMENT_COLUMNS} FROM judgments WHERE stage = 'confirm' ORDER BY seq"
     confirms = {row[-2]: _judgment(row, means) for row in conn.execute(query)}
     promoted = {attempt for (attempt,) in conn.execute("SELECT attempt FROM promotions")}
+    started = {}  # attempt -> its attempt.started data (the worker, the attempt it re-bases)
+    for (data,) in conn.execute("SELECT data FROM events WHERE kind = 'attempt.started' ORDER BY seq"):
+        d = json.loads(data)
+        started[d.get("attempt")] = d
     out = []
     for row in conn.execute(
         "SELECT attempt, tree, summary, params, report_blob, launches, verdict, reason, reason_text, "
@@ -257,6 +261,8 @@ def _attempts(conn: sqlite3.Connection, means: _Means) -> tuple[AttemptState, ..
             champion_mean=means.trial.get(attempt, (None, None))[0],
             candidate_mean=means.trial.get(attempt, (None, None))[1], promoted=attempt in promoted,
             guardrails=means.trial_guards.get(attempt, ()),
+            worker=started.get(attempt, {}).get("worker"), rebases=started.get(attempt, {}).get("rebases"),
+            revises=started.get(attempt, {}).get("revises"),
         ))
     return tuple(out)
 

@@ -9,8 +9,11 @@ through its looks), `measure.py` (the one runner: planned jobs onto the executor
 the kernel), `history.py` (levels spent, val blocks, dev figures and what agents are shown of earlier
 attempts), `revision.py` (submit and revise: which attempt a session may revise, and the verdict its
 author is shown), `warm_start.py` (the search agent's history from earlier runs of the same search),
-`audit_trail.py` (what the loop keeps so that `ratchet verify` can check the run), `prompt_eval.py`
-(a prompt solution's eval and judge calls, made by the kernel, and their reply cache).
+`audit_trail.py` (what the loop keeps so that `ratchet verify` can check the run), `crew.py`
+(several attempts at once: `agent.workers` threads), `rebase.py` (a candidate re-based onto a
+champion promoted since it was built, or `stale`), `promotion.py` (promotion as a compare-and-swap
+on the champion branch), `recorded.py` (plans, verdicts and the preflight recorded once), `prompt_eval.py` (a prompt
+solution's eval and judge calls, made by the kernel, and their reply cache).
 
 Effects: those of a run, held by `kernel.py`: the run directory, ledger and blobs, git commits
 and branches, jobs on the executor and their checkouts, the run lock, signal handlers; a prompt

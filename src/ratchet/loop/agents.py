@@ -86,6 +86,11 @@ class AgentLink:
         (`launch_summaries`)."""
         return launch_summaries(self._k())
 
+    def siblings_view(self, attempt: int) -> list[dict[str, Any]]:
+        """The jobs of the launches of the run's attempts other than `attempt` that are still in
+        flight (`sibling_jobs`), for `ratchet-sys queue`."""
+        return sibling_jobs(self._k(), attempt)
+
     def legs_spent(self) -> Charge:
         """What the run's command-agent legs were charged (input and output tokens, dollars), re-added
         from the `charged` of its `agent.leg` events: a resume counts what earlier sessions spent."""
@@ -122,7 +127,8 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
         dev = [{"input": ex.input, "expected_output": ex.expected_output} for ex in data.split.dev] if data else None
         return build_command_agent(contract, root, git, link.work_dir, link.put_bytes, link.record, link.run_job,
                                    dev_examples=dev, budget_view=link.budget_view, wall_left=link.wall_left,
-                                   spent=link.legs_spent, launches_view=link.launches_view)
+                                   spent=link.legs_spent, launches_view=link.launches_view,
+                                   siblings_view=link.siblings_view if contract.agent.workers > 1 else None)
     if kind == "llm":
         return _llm_agent(contract, root, view, link, data)
     from ratchet.agents.files import FilesAgent, list_candidates
@@ -131,6 +137,30 @@ def make_agent(contract: Contract, root: Path, git: Git, link: AgentLink, data: 
     folder = root / contract.agent.files.path
     list_candidates(folder)  # fail now (exit 2) when the folder is missing
     return FilesAgent(folder, view)
+
+
+def make_agents(contract: Contract, root: Path, git: Git, link: AgentLink, data: ExampleData | None = None
+                ) -> list[Agent]:
+    """The agents of the run's `agent.workers` workers: one shared instance for an agent that
+    proposes at once (search, files: `Agent.proposes_at_once`), else one per worker (a command
+    agent's CLI sessions; llm agents sharing one model budget, replayed from the ledger once).
+    Raises what `make_agent` raises."""
+    first = make_agent(contract, root, git, link, data)
+    workers = contract.agent.workers
+    if workers == 1 or first.proposes_at_once:
+        return [first]
+    agents = [first] + [make_agent(contract, root, git, link, data) for _ in range(workers - 1)]
+    if contract.agent.kind == "llm":
+        from ratchet.agents.llm.agent import LlmAgent
+
+        def share(kernel: Kernel) -> None:  # after each agent's own replay: one Account for them all
+            budget = agents[0].client.budget if isinstance(agents[0], LlmAgent) else None
+            for agent in agents:
+                if isinstance(agent, LlmAgent) and budget is not None:
+                    agent.client.budget = budget
+
+        link.on_bind.append(share)
+    return agents
 
 
 def warm_history(kernel: Kernel) -> tuple[PastAttempt, ...]:
@@ -331,4 +361,29 @@ def launch_summaries(kernel: Kernel) -> list[dict[str, Any]]:
             done = finished.get(job_id)
             by_name.setdefault(job.get("group") or job["name"], []).append(job_state(done.state if done else None))
         rows += [launch_summary(launched.attempt, launched.launch, name, states) for name, states in by_name.items()]
+    return rows
+
+
+def sibling_jobs(kernel: Kernel, attempt: int) -> list[dict[str, Any]]:
+    """Every job launched by the run's attempts other than `attempt` that are not yet judged (nor
+    given up), in launch order: {attempt, worker, launch (its group, else its name), index (in its
+    launch), command, why (the launch's note), state (`agents.command.queue.job_state`)}."""
+    from ratchet.agents.command.queue import job_state
+
+    state = kernel.state()
+    open_attempts = {a.attempt: a.worker for a in state.attempts
+                     if a.attempt != attempt and a.verdict is None and a.gave_up is None}
+    rows: list[dict[str, Any]] = []
+    for event in kernel.events_of("agent.launched"):
+        launched = event.payload
+        if not isinstance(launched, AgentLaunched) or launched.attempt not in open_attempts or not launched.launch_blob:
+            continue
+        asked = kernel.blobs.get_json(launched.launch_blob)["jobs"]
+        for index, (job_id, job) in enumerate(zip(launched.jobs, asked, strict=False)):
+            done = state.finished_jobs.get(job_id)
+            running = job_id in state.running_jobs
+            rows.append({"attempt": launched.attempt, "worker": open_attempts[launched.attempt],
+                         "launch": job.get("group") or job["name"], "index": index, "command": job.get("command"),
+                         "why": launched.note,
+                         "state": "running" if running else job_state(done.state if done else None)})
     return rows

@@ -9,7 +9,9 @@ candidates again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -23,13 +25,13 @@ from ratchet.agents.base import (
     Agent,
     AgentContext,
     GiveUp,
+    InFlight,
     Launch,
     Submit,
     Verdict,
 )
 from ratchet.compute.outcome import read_result
 from ratchet.core.budget import BudgetStop, exhausted, forecast, launch_refusal, trial_worst_case
-from ratchet.core.errors import RatchetError
 from ratchet.core.gate import Decision
 from ratchet.core.gate_design import margin_for_state
 from ratchet.core.payloads import (
@@ -38,25 +40,24 @@ from ratchet.core.payloads import (
     AttemptGaveUp,
     AttemptStarted,
     AttemptSubmitted,
-    ChampionPromoted,
     RunStarted,
-    TrialJudged,
     TrialPlanned,
     given,
 )
 from ratchet.core.plan import NO_ATTEMPT, Plan, Stage
 from ratchet.core.state import AttemptState, RunState, parse_ts
 from ratchet.core.stats.level_pool import levels_at_planning
-from ratchet.ledger.rundir import champion_branch
-from ratchet.loop.audit_trail import check_recorded_plan, keep_attempt
-from ratchet.loop.history import idle_streak, level_timeline, past_attempts, promotions_before
+from ratchet.loop.audit_trail import keep_attempt
+from ratchet.loop.history import idle_streak, level_timeline, past_attempts
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.launch import launch_from_json, refused_results, run_launch
-from ratchet.loop.life import Stop, live_campaign, record_stopped
-from ratchet.loop.measure import Progress
+from ratchet.loop.life import Stop, live_campaign
+from ratchet.loop.promotion import promote
+from ratchet.loop.rebase import moved, rebase, stale_decision
+from ratchet.loop.recorded import measure_recorded_plan, preflight, record_plan, record_verdict, walk_recorded_plan
 from ratchet.loop.revision import author_verdict, revisable
-from ratchet.loop.trial import TrialOutcome, measure_looks, settings_for
-from ratchet.present.progress import CampaignUI, LookEnded
+from ratchet.loop.trial import TrialOutcome
+from ratchet.present.progress import CampaignUI, SerialUI
 from ratchet.targets.base import Target
 from ratchet.workspace.scope import check_scope
 
@@ -65,15 +66,33 @@ class Campaign:
     """One `ratchet run` on an open kernel with an agent and the run's target. `run()` returns the
     stop reason."""
 
-    def __init__(self, kernel: Kernel, agent: Agent, ui: CampaignUI, target: Target):
+    def __init__(self, kernel: Kernel, agent: Agent | Sequence[Agent], ui: CampaignUI, target: Target):
         self.k = kernel
-        self.agent = agent
-        self.ui = ui
-        self.target = target
+        self.agents: list[Agent] = [agent] if isinstance(agent, Agent) else list(agent)
+        """One agent per worker (`agent.workers`), or one shared by them all (search, files)."""
         self.contract = kernel.contract
+        self.workers = self.contract.agent.workers
+        self.ui: CampaignUI = ui if self.workers == 1 else SerialUI(ui)
+        self.target = target
+        self._local = threading.local()  # the worker thread's own agent and worker number
         self.stop_detail: str | None = None
         """The stop's detail for `run.stopped` (a budget stop's arithmetic, how val was used up), set
         by _stop_reason."""
+
+    @property
+    def agent(self) -> Agent:
+        """The agent of the worker this thread runs (the only one with one worker)."""
+        return getattr(self._local, "agent", self.agents[0])
+
+    @property
+    def worker(self) -> int | None:
+        """The number (1-based) of the worker this thread runs; None with one worker."""
+        return getattr(self._local, "worker", None)
+
+    def as_worker(self, worker: int) -> None:
+        """Make this thread worker `worker` (1-based) with its own agent."""
+        self._local.worker = worker
+        self._local.agent = self.agents[(worker - 1) % len(self.agents)]
 
     @property
     def confirms(self) -> bool:
@@ -96,7 +115,12 @@ class Campaign:
     def _stages(self) -> Stop:
         """The preflight, the attempts and the holdout; the Stop they end with."""
         self.preflight()
-        reason, budget = self._loop()
+        if self.workers > 1:
+            from ratchet.loop.crew import Crew
+
+            reason, budget = Crew(self).run()
+        else:
+            reason, budget = self._loop()
         if reason != "interrupted" and self.k.state().promotions > 0:
             self._holdout()
         detailed = reason in ("budget_exhausted", "val_exhausted", "agent_unresponsive")
@@ -142,9 +166,14 @@ class Campaign:
             return False
         if a.confirm is not None and a.confirm.verdict != "accepted":
             return True
-        return self.k.find("champion.promoted", attempt=a.attempt) is not None
+        if self.k.find("champion.promoted", attempt=a.attempt) is not None:
+            return True
+        return self.k.find("attempt.started", rebases=a.attempt) is not None  # its re-base measures it now
 
-    def _stop_reason(self, state: RunState) -> tuple[str, str | None] | None:
+    def _stop_reason(self, state: RunState, in_flight: int = 0) -> tuple[str, str | None] | None:
+        """The stop that forbids starting another attempt now, or None. `in_flight`: attempts other
+        workers are running: the worst case of each stays reserved (N workers never overrun what
+        one could not)."""
         gate = self.contract.gate
         if gate.patience and state.consecutive_without_promotion >= gate.patience:
             return "plateau", None
@@ -166,9 +195,15 @@ class Campaign:
         spent = replace(used, wall_s=now_wall)
         ran = [j for j in state.finished_jobs.values() if not j.cached and j.state not in ("skipped", "cancelled")]
         job_wall = sum(j.elapsed_s for j in ran) / len(ran) if ran else 0.0
-        expected = forecast(spent, state.last_attempt, len(ran), job_wall,
+        # The mean attempt's cost: per attempt finished. One worker finishes every attempt it started
+        # before this check; several overlap theirs, and the wall per attempt finished is then what
+        # one more attempt adds (counting the attempts in flight would stop the run too early).
+        done = state.last_attempt if self.workers == 1 else sum(
+            1 for a in state.attempts if a.verdict is not None or a.gave_up is not None)
+        expected = forecast(spent, done, len(ran), job_wall,
                             2 * self.contract.gate.holdout_size, self.contract.compute.max_parallel)
-        stop = exhausted(self.contract, spent, state.trials_run, self._reserve(), self._trial_worst(), expected)
+        stop = exhausted(self.contract, spent, state.trials_run, self._reserve() + in_flight * self._trial_worst(),
+                         self._trial_worst(), expected)
         if stop is None:
             stop = self.agent.budget_stop()  # an agent's own budget (model calls, tokens, USD)
         return self._budget_stop(stop) if stop is not None else None
@@ -203,17 +238,33 @@ class Campaign:
     # -- one attempt ---------------------------------------------------------------------------
 
     def _attempt(self, number: int) -> str:
+        """Attempt `number` from its start (or where a resume finds it) to its end: the agent's
+        legs, the submission, the trial, the confirmation and the promotion. Returns `gave_up`,
+        `judged`, `agent_stopped`, `budget_exhausted` (the agent's own budget) or `superseded` (its
+        accepted candidate could not be promoted: the champion moved; a re-base attempt follows)."""
         revises = self._revises(number)
         self.k.once(AttemptStarted(attempt=number, revises=UNSET if revises is None else revises), "attempt")
         state = self.k.state()
+        me = state.attempt(number)
         self.ui.attempt_started(number, self.contract.budget.max_attempts, state)
         if revises is not None:
             self.ui.note(f"attempt {number} revises attempt {revises} (the same session, told its verdict)")
-        ctx = AgentContext(number, state.champion.tree or "", self.contract.campaign.seed,
-                           past_attempts(state, self.target.kind == "examples"),
-                           self._author_verdict(state, revises) if revises is not None else None)
-        submitted = self.k.recorded(AttemptSubmitted, attempt=number)
-        action = self._recorded_submission(submitted) if submitted else self._converse(ctx)
+        rebases = me.rebases if me is not None else None
+        if rebases is not None:
+            self.ui.note(f"attempt {number} re-measures attempt {rebases}'s change re-based onto the new champion")
+        # An agent that proposes at once (search, files) is asked under the kernel's lock, its
+        # submission recorded before another worker asks: siblings never propose blind to it.
+        with self.k.guard if self.agent.proposes_at_once and self.workers > 1 else nullcontext():
+            state = self.k.state()
+            submitted = self.k.recorded(AttemptSubmitted, attempt=number)
+            if submitted:
+                action: Action = self._recorded_submission(submitted)
+            elif rebases is not None:
+                action = self._rebase_submission(rebases)
+            else:
+                action = self._converse(self._context(state, number, revises))
+            if isinstance(action, Submit):
+                action = self._record_submission(number, action)
         if isinstance(action, GiveUp):
             self.k.once(AttemptGaveUp(attempt=number, reason=action.reason, stops_campaign=action.stops_campaign,
                                       unresponsive=action.unresponsive or UNSET), "attempt")
@@ -226,8 +277,31 @@ class Campaign:
             self.ui.note(f"attempt {number} gave up: {action.reason}")
             return "gave_up"
         assert isinstance(action, Submit)  # _converse runs every Launch before it returns
-        self._submit(number, action)
-        return "judged"
+        return "judged" if self._submit(number, action) else "superseded"
+
+    def _context(self, state: RunState, number: int, revises: int | None) -> AgentContext:
+        """What attempt `number`'s agent knows at its start: the champion it builds on (as
+        `attempt.started` found it), the finished attempts, the verdict it revises, and with
+        several workers the siblings' attempts in flight."""
+        me = state.attempt(number)
+        base = (me.base_tree if me is not None else None) or state.champion.tree or ""
+        in_flight: tuple[InFlight, ...] = ()
+        if self.workers > 1:
+            in_flight = tuple(InFlight(a.attempt, a.worker, a.params, a.summary, a.tree) for a in state.attempts
+                              if a.attempt != number and a.verdict is None and a.gave_up is None)
+        proposal = number - sum(1 for a in state.attempts if a.rebases is not None and a.attempt < number)
+        return AgentContext(number, base, self.contract.campaign.seed,
+                            past_attempts(state, self.target.kind == "examples"),
+                            self._author_verdict(state, revises) if revises is not None else None,
+                            in_flight, proposal)
+
+    def _rebase_submission(self, original: int) -> Submit:
+        """A re-base attempt's submission: attempt `original`'s, as recorded (`_record_submission`
+        re-bases its tree onto the champion)."""
+        recorded = self.k.recorded(AttemptSubmitted, attempt=original)
+        assert recorded is not None  # only an accepted attempt is re-based
+        sub = self._recorded_submission(recorded)
+        return replace(sub, report=f"Re-base of attempt {original}'s change onto the new champion.\n\n{sub.report}")
 
     def _revises(self, number: int) -> int | None:
         """The attempt that attempt `number` revises, or None: as `attempt.started` recorded it,
@@ -303,8 +377,9 @@ class Campaign:
         state = self.k.state()
         jobs = action.jobs[:MAX_JOBS_PER_LAUNCH]
         wall = sum(min(j.timeout_s, MAX_LAUNCH_TIMEOUT_S) for j in jobs)
-        stop = launch_refusal(self.contract, state.budget_used, len(jobs), wall, self._trial_worst(), self._reserve(),
-                              self.contract.compute.max_parallel)
+        in_flight = max(1, sum(1 for a in state.attempts if a.verdict is None and a.gave_up is None))
+        stop = launch_refusal(self.contract, state.budget_used, len(jobs), wall, in_flight * self._trial_worst(),
+                              self._reserve(), self.contract.compute.max_parallel)
         return f"{stop.name}: {stop.detail}" if stop is not None else None
 
     def _recorded_submission(self, submitted: AttemptSubmitted) -> Submit:
@@ -315,42 +390,77 @@ class Campaign:
                       params=dict(submitted.params) if submitted.params is not None else None,
                       invalid=submitted.invalid or None)
 
-    def _submit(self, number: int, sub: Submit) -> None:
-        report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
-        champion = self.k.state().champion
-        diff_blob = (keep_attempt(self.k, number, champion.commit or "", champion.tree or "", sub.tree)
-                     if sub.tree is not None and champion.tree else None)
-        self.k.once(AttemptSubmitted(
-            attempt=number, tree=sub.tree, summary=sub.summary, report_blob=report_blob,
-            params=dict(sub.params) if sub.params is not None else None, invalid=sub.invalid, diff_blob=diff_blob,
-            unresponsive=sub.unresponsive or UNSET,
-        ), "attempt")
+    def _record_submission(self, number: int, sub: Submit) -> Submit:
+        """Record `attempt.submitted` (once) against the champion now, and return the submission
+        as recorded. With several workers the champion may have moved since the agent started:
+        the candidate is re-based onto it first (loop.rebase; a conflict keeps the agent's tree,
+        and `_submit` rejects it `stale`)."""
+        with self.k.guard:
+            recorded = self.k.recorded(AttemptSubmitted, attempt=number)
+            if recorded is not None:
+                return self._recorded_submission(recorded)
+            state = self.k.state()
+            champion, me = state.champion, state.attempt(number)
+            base = me.base_tree if me is not None else None
+            if sub.tree is not None and base and champion.tree and base != champion.tree:
+                rebased = rebase(self.k.git, base, champion.tree, sub.tree)
+                if rebased.tree is not None:
+                    sub = replace(sub, tree=rebased.tree, report=f"{sub.report}\n\n(Re-based onto the champion of "
+                                  f"attempt {champion.attempt}, promoted after this candidate was built.)")
+            report_blob = self.k.blobs.put_bytes(sub.report.encode("utf-8"))
+            diff_blob = (keep_attempt(self.k, number, champion.commit or "", champion.tree or "", sub.tree)
+                         if sub.tree is not None and champion.tree else None)
+            self.k.once(AttemptSubmitted(
+                attempt=number, tree=sub.tree, summary=sub.summary, report_blob=report_blob,
+                params=dict(sub.params) if sub.params is not None else None, invalid=sub.invalid, diff_blob=diff_blob,
+                unresponsive=sub.unresponsive or UNSET,
+            ), "attempt")
+        return sub
+
+    def _submit(self, number: int, sub: Submit) -> bool:
+        """Judge attempt `number`'s recorded submission `sub`: without jobs, or by its trial (and
+        confirmation) against the champion it was submitted against, then promote it. Returns False
+        when its accepted candidate could not be promoted because the champion moved meanwhile
+        (a re-base attempt is due), True otherwise."""
         early = self._judge_without_jobs(number, sub)
         if early is not None:
             self._judged(number, "trial", early, None)
-            return
+            return True
         assert sub.tree is not None
         if self.agent.reads_history:
             self._measure_dev(number, sub.tree)
-        state = self.k.state()
-        planned = self.k.recorded(TrialPlanned, attempt=number, stage="trial")
-        trial = planned.trial if planned else state.trials_run + 1
-        gate = self.contract.gate
-        levels = levels_at_planning(gate.alpha, gate.multiplicity, self.contract.budget.max_attempts, number,
-                                    level_timeline(state), confirm=self.confirms)
-        champion_tree = state.champion.tree or ""
-        block = promotions_before(state, number)
-        outcome = self._judge_stage("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"),
-                                    levels.trial, block)
+        with self.k.guard:  # the trial's number, levels and val block, then its plan recorded: one step
+            state = self.k.state()
+            planned = self.k.recorded(TrialPlanned, attempt=number, stage="trial")
+            trial = planned.trial if planned else state.trials_run + 1
+            gate = self.contract.gate
+            levels = levels_at_planning(gate.alpha, gate.multiplicity, self.contract.budget.max_attempts, number,
+                                        level_timeline(state), confirm=self.confirms)
+            me = state.attempt(number)
+            champion_tree = (me.against_tree if me is not None else None) or state.champion.tree or ""
+            block = self._block(number, state)
+            stage = self._plan_stage("trial", number, trial, champion_tree, sub.tree, self.target.looks("trial"),
+                                     levels.trial, block)
+        outcome = self._measure_stage(number, *stage)
         if outcome.decision.verdict != "accepted":
-            return
+            return True
         if self.confirms:
-            confirm = self._judge_stage("confirm", number, trial, champion_tree, sub.tree,
-                                        self.target.looks("confirm", outcome.decision.units), levels.confirm, block)
+            with self.k.guard:
+                stage = self._plan_stage("confirm", number, trial, champion_tree, sub.tree,
+                                         self.target.looks("confirm", outcome.decision.units), levels.confirm, block)
+            confirm = self._measure_stage(number, *stage)
             if confirm.decision.verdict != "accepted":
-                return
+                return True
             outcome = confirm
-        self._promote(number, sub, outcome)
+        return self._promote(number, sub, outcome)
+
+    def _block(self, number: int, state: RunState) -> int:
+        """The val block (0-based) an examples trial of attempt `number` measures: the promotions
+        recorded before its trial was planned (now, when it is not planned yet)."""
+        planned = self.k.find("trial.planned", attempt=number, stage="trial")
+        if planned is None:
+            return state.promotions
+        return sum(1 for e in self.k.events_of("champion.promoted") if e.seq < planned.seq)
 
     def _measure_dev(self, number: int, tree: str) -> None:
         """Measure attempt `number`'s candidate alone on what agents may see (Target.dev_jobs: an
@@ -362,11 +472,19 @@ class Campaign:
             self.k.runner(self.target, self.ui.jobs).measure_jobs(jobs, attempt=number, stage="dev")
 
     def _judge_without_jobs(self, number: int, sub: Submit) -> Decision | None:
+        """The decision reached before any job (no_change, duplicate, scope_violation,
+        invalid_candidate, stale), judged against the champion the submission was recorded
+        against, or None when the candidate is to be measured."""
         state = self.k.state()
         level = 0.0
         if sub.tree is None:
             return Decision.without_jobs("invalid_candidate", sub.invalid or "no candidate tree", level)
-        champion = state.champion.tree or ""
+        me = state.attempt(number)
+        champion = (me.against_tree if me is not None else None) or state.champion.tree or ""
+        if me is not None and moved(me) and me.base_tree is not None:
+            rebased = rebase(self.k.git, me.base_tree, champion, sub.tree)  # the recorded tree is re-based already
+            if rebased.tree is None:
+                return stale_decision(state, me, rebased.conflicts)
         if sub.tree == champion:
             return Decision.without_jobs("no_change", "the candidate's tree equals the champion's: nothing to measure",
                                          level)
@@ -380,14 +498,18 @@ class Campaign:
             return Decision.without_jobs("scope_violation", "; ".join(report.violations)[:1000], level)
         return None
 
-    def _judge_stage(self, stage: Stage, number: int, trial: int, champion_tree: str, candidate_tree: str,
-                     looks: tuple[int, ...], level: float, block: int) -> TrialOutcome:
+    def _plan_stage(self, stage: Stage, number: int, trial: int, champion_tree: str, candidate_tree: str,
+                    looks: tuple[int, ...], level: float, block: int) -> tuple[Plan, TrialPlanned]:
         """Plan `stage` of attempt `number` (champion against candidate on `looks`, an examples target
-        on val block `block`), walk the plan at `level` and record its verdict (`trial.judged`)."""
+        on val block `block`) at `level` and record it (`record_plan`)."""
         plan = self.target.plan(stage, number, trial, champion_tree, candidate_tree, looks, block)
-        outcome = walk_recorded_plan(self.k, self.target, plan, level, self._margin(stage), self.ui.jobs,
-                                     self.ui.look_ended)
-        self._judged(number, stage, outcome.decision, outcome)
+        return plan, record_plan(self.k, plan, level, self._margin(stage))
+
+    def _measure_stage(self, number: int, plan: Plan, planned: TrialPlanned) -> TrialOutcome:
+        """Walk a recorded plan and record its verdict (`trial.judged`)."""
+        outcome = measure_recorded_plan(self.k, self.target, plan, planned, self._margin(plan.stage), self.ui.jobs,
+                                        self.ui.look_ended)
+        self._judged(number, plan.stage, outcome.decision, outcome)
         return outcome
 
     def _margin(self, stage: str) -> float:
@@ -407,26 +529,9 @@ class Campaign:
 
     # -- promotion and holdout -----------------------------------------------------------------
 
-    def _promote(self, number: int, sub: Submit, outcome: TrialOutcome) -> None:
-        if self.k.find("champion.promoted", attempt=number):
-            return
-        state = self.k.state()
-        branch = champion_branch(self.k.run.run_id)
-        head = self.k.git.branch_commit(branch)
-        parent = state.champion.commit or ""
-        d = outcome.decision
-        if head is not None and head != parent and self.k.git.tree_of(head) == sub.tree:
-            commit = head  # promoted by a kernel killed before it could record it
-        else:
-            message = promotion_message(number, sub, d, self.contract.target.metric or "metric")
-            commit = self.k.git.commit_tree(sub.tree or "", [parent], message)
-            self.k.git.update_branch(branch, commit, head)
-        self.k.record(ChampionPromoted(
-            attempt=number, commit=commit, tree=sub.tree or "", estimate=d.estimate,
-            interval=list(d.interval) if d.interval else None, mean=outcome.candidate_mean,
-            lcb=outcome.candidate_lcb, branch=branch,
-        ))
-        self.ui.promoted(number, commit, d.estimate, d.interval)
+    def _promote(self, number: int, sub: Submit, outcome: TrialOutcome) -> bool:
+        """See `loop.promotion.promote`."""
+        return promote(self.k, self.ui, number, sub, outcome)
 
     def _holdout(self) -> None:
         state = self.k.state()
@@ -447,65 +552,6 @@ class Campaign:
     def preflight(self) -> None:
         """See `preflight`."""
         preflight(self.k, self.target, self.ui)
-
-
-def walk_recorded_plan(k: Kernel, target: Target, plan: Plan, level: float, margin: float,
-                       progress: Progress | None = None, on_look: Callable[[LookEnded], None] | None = None
-                       ) -> TrialOutcome:
-    """Record `trial.planned` for `plan` with its `level` and `margin` (once: a resume finds it, and
-    judges with the margin recorded then) and walk its looks through the gate (`on_look` hears of
-    each look's end). Raises measure.Interrupted on Ctrl-C."""
-    check_recorded_plan(k, plan)
-    blob = k.blobs.put_bytes(plan.canonical_bytes())
-    planned = k.once(TrialPlanned(
-        attempt=plan.attempt, trial=plan.trial, stage=plan.stage, plan_digest=plan.digest, plan_blob=blob,
-        level=level, margin=margin, looks=list(plan.looks), jobs=len(plan.jobs),
-    ), "attempt", "stage")
-    level = planned.level  # as recorded when the stage was first planned
-    margin = margin if planned.margin is UNSET else planned.margin
-    settings = settings_for(plan, target, level, margin, baseline_guardrails=k.state().baseline_guardrails)
-    return measure_looks(plan, target, k.runner(target, progress), settings, on_look)
-
-
-def record_verdict(k: Kernel, attempt: int, stage: str, decision: Decision, outcome: TrialOutcome | None,
-                   **extra: Any) -> TrialJudged:
-    """Record `trial.judged` for stage `stage` of `attempt` (once: a resume finds it): the
-    decision, the means, bounds and paired skewness of `outcome` (None: judged without jobs) and
-    `extra` (a holdout's splits). Returns the recorded payload."""
-    data: dict[str, Any] = {"attempt": attempt, "stage": stage, **decision.to_json(), **extra}
-    if outcome is not None:
-        data.update(champion_mean=outcome.champion_mean, candidate_mean=outcome.candidate_mean,
-                    champion_lcb=outcome.champion_lcb, candidate_lcb=outcome.candidate_lcb,
-                    skewness=outcome.skewness)
-    return k.once(TrialJudged(**data), "attempt", "stage")
-
-
-def preflight(k: Kernel, target: Target, ui: CampaignUI) -> None:
-    """Measure the baseline once before any attempt (stage `preflight`; a resume reuses it). A
-    target that cannot measure at all stops the run here: `run.stopped` with stop reason
-    `preflight_failed` is recorded, then the target's MeasurementError (exit 2) is raised."""
-    state = k.state()
-    jobs = target.preflight_jobs(state.baseline.tree or "")
-    if not jobs:
-        return
-    ui.note("preflight: measuring the baseline once")
-    results = k.runner(target, ui.jobs).measure_jobs(jobs, attempt=NO_ATTEMPT, stage="preflight")
-    try:
-        target.check_preflight(list(results.values()), k.run.jobs)
-    except RatchetError as exc:
-        record_stopped(k, "preflight_failed", detail=exc.code)
-        raise
-
-
-def promotion_message(number: int, sub: Submit, d: Decision, metric: str) -> str:
-    """The champion commit's message: the summary, the confirmed gain, and the attempt's report."""
-    interval = f"[{d.interval[0]:.4g}, {d.interval[1]:.4g}]" if d.interval else "-"
-    return (
-        f"ratchet: promote attempt {number}: {sub.summary}\n\n"
-        f"Confirmed gain: {d.estimate:+.4g} {metric} (95% interval {interval}, p = {d.p_value:.3g}, "
-        f"{d.units} paired units, level {d.level:.3g}).\n\n"
-        f"Report:\n{sub.report}\n"
-    )
 
 
 def run_warnings(kernel: Kernel) -> list[str]:

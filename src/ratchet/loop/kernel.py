@@ -94,7 +94,7 @@ class Kernel:
     """An open run: holds the lock until `close()`. `record` appends one ledger event (and keeps
     the SQLite index in step); `state()` folds the ledger. `executor` runs the target's jobs on
     `compute.backend`; `agent_executor` runs an agent's own processes (a command agent's legs) one
-    at a time on this machine, whatever the backend, in the run's `agent_dir`."""
+    per worker at a time on this machine, whatever the backend, in the run's `agent_dir`."""
 
     loaded: LoadedContract
     run: RunDir
@@ -116,6 +116,10 @@ class Kernel:
     _by_kind: dict[str, list[Event]] = field(default_factory=dict, repr=False)
     _indexed: int = field(default=0, repr=False)
     _scan_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    guard: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    """Held around every ledger read and write (`record`, `once`, `state`, `find`): the campaign's
+    workers (`agent.workers`) record from their own threads, and a step that reads the ledger and
+    then records (a trial's number, a compare-and-swap promotion) holds it across both."""
 
     @property
     def contract(self) -> Contract:
@@ -131,6 +135,10 @@ class Kernel:
         """Append one event of `payload`'s kind (fsynced) and apply it to the index; an event of
         SIGNED_KINDS is signed first (ledger/signing.py). Raises LedgerError `ledger.bad_payload`
         (nothing written) when `payload` does not hold its model's types (core.payloads)."""
+        with self.guard:
+            return self._record(payload)
+
+    def _record(self, payload: Payload) -> Event:
         kind = payload.kind
         data = payload.to_data()
         if self.signer is not None and kind in SIGNED_KINDS:  # signed over its data and the chain head
@@ -157,17 +165,18 @@ class Kernel:
     def find(self, kind: str, **key: Any) -> Event | None:
         """The last recorded event of `kind` whose payload matches every `key` (field name ->
         value; None: none). Scans only the events of that kind (kept per kind as the ledger grows)."""
-        for event in reversed(self.events_of(kind)):
-            payload = event.payload
-            if all(getattr(payload, k) == v for k, v in key.items()):
-                return event
-        return None
+        with self.guard:
+            for event in reversed(self.events_of(kind)):
+                payload = event.payload
+                if all(getattr(payload, k) == v for k, v in key.items()):
+                    return event
+            return None
 
     def events_of(self, kind: str) -> list[Event]:
         """The ledger's events of `kind`, oldest first: the per-kind lists are brought up to date
         with the events appended since the last call (the ledger only grows). Read-only: the list is
         the kernel's own."""
-        with self._scan_lock:
+        with self.guard, self._scan_lock:
             for event in self.log.events_after(self._indexed - 1):
                 self._by_kind.setdefault(event.kind, []).append(event)
                 self._indexed = event.seq + 1
@@ -183,16 +192,18 @@ class Kernel:
         """Record `payload` unless an event of its kind with the same `keys` field values exists (a
         resume replaying the loop never records a step twice); returns the recorded payload either
         way (the earlier one when it existed: its values, not `payload`'s, are the run's)."""
-        event = self.find(payload.kind, **{k: getattr(payload, k) for k in keys}) or self.record(payload)
+        with self.guard:  # found and recorded as one step: two workers never record the same step
+            event = self.find(payload.kind, **{k: getattr(payload, k) for k in keys}) or self.record(payload)
         return cast(P, event.payload)
 
     def state(self) -> RunState:
         """The run's state folded from its ledger; folded again only when an event was appended
         since the last call (the ledger only grows, and `fold` is pure)."""
-        seq = self.log.last_seq
-        if self._folded is None or self._folded[0] != seq:
-            self._folded = (seq, fold(self.log.events))
-        return self._folded[1]
+        with self.guard:
+            seq = self.log.last_seq
+            if self._folded is None or self._folded[0] != seq:
+                self._folded = (seq, fold(self.log.events))
+            return self._folded[1]
 
     def runner(self, target: Jobs, progress: Progress | None = None) -> Runner:
         """The runner of `target`'s jobs for this run, reusing every job already finished in the
@@ -238,7 +249,8 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     """The kernel of run directory `run`, whose `lock` is held and whose ledger `log` is open: its
     executor, sandbox (probed), cache, index (brought up to date), blobs, git and signer."""
     contract = loaded.contract
-    executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids, job_token=recorded_job_token(log))
+    executor = make_executor(contract.compute, run.jobs, pid_dir=run.pids, job_token=recorded_job_token(log),
+                             workers=contract.agent.workers)
     if contract.target.solution_kind == "prompt":  # the kernel makes the model calls itself
         executor.close()
         executor = make_prompt_executor(contract, loaded.root, run.jobs)
@@ -249,7 +261,8 @@ def open_kernel(loaded: LoadedContract, run: RunDir, lock: RunLock, log: EventLo
     cache = MeasurementCache(loaded.root / RATCHET_DIR / "cache") if contract.target.cache else None
     index = Index(run.index)
     index.sync(log.events)
-    agent_executor = make_agent_executor(agent_work_dir(loaded.root, run.run_id) / AGENT_JOBS_DIR)
+    agent_executor = make_agent_executor(agent_work_dir(loaded.root, run.run_id) / AGENT_JOBS_DIR,
+                                         contract.agent.workers)
     return Kernel(loaded, run, lock, log, index, BlobStore(run.blobs), Git(loaded.root), executor, agent_executor,
                   sandbox_spec(contract.sandbox, mode, contract.target.command, loaded.root), cache, clock,
                   crash_at=_crash_at(os.environ.get(CRASH_AT_ENV)), signer=load_signer(loaded.root))

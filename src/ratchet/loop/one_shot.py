@@ -20,9 +20,9 @@ from ratchet.core.payloads import AttemptStarted, AttemptSubmitted
 from ratchet.core.plan import NO_ATTEMPT, PlannedJob, seed_draws
 from ratchet.core.stats.calibration import MIN_SEEDS, Noise, aa_skewness, estimate_noise
 from ratchet.ledger.rundir import CALIBRATE_MODE, COMPARE_MODE
-from ratchet.loop.campaign import preflight, record_verdict, walk_recorded_plan
 from ratchet.loop.kernel import Kernel
 from ratchet.loop.life import new_kernel, one_shot_interrupts, record_started, record_stopped
+from ratchet.loop.recorded import preflight, record_verdict, walk_recorded_plan
 from ratchet.loop.trial import TrialOutcome
 from ratchet.present.progress import CampaignUI
 from ratchet.targets.base import UnitResult
@@ -57,7 +57,7 @@ def compare_trees(loaded: LoadedContract, base_commit: str, base_tree: str, cand
                   ui: CampaignUI) -> Comparison:
     """Record one comparison of `candidate_tree` against `base_tree` (a benchmark target) at level
     gate.alpha: attempt 1 submits the candidate, the baseline is preflighted, the trial is measured
-    and judged as a campaign's (`campaign.walk_recorded_plan`, `campaign.record_verdict`), the run stops
+    and judged as a campaign's (`recorded.walk_recorded_plan`, `recorded.record_verdict`), the run stops
     `compared`. No promotion, no confirmation, no holdout. Unit seeds derive from `compare_salt`, so
     the same pair compared again reuses the measurement cache.
 

@@ -7,6 +7,7 @@ one per look among them. The campaign only calls the `CampaignUI` methods.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,6 +60,51 @@ class CampaignUI(Protocol):
     def note(self, text: str) -> None: ...
 
     def stopped(self, reason: str, budget: str | None, detail: str | None = None) -> None: ...
+
+
+class SerialUI:
+    """A CampaignUI called from several workers' threads (`agent.workers`): each call is made under
+    one lock, so lines (each naming its attempt) never interleave mid-line and a progress bar is
+    redrawn by one thread at a time."""
+
+    def __init__(self, inner: CampaignUI):
+        self.inner = inner
+        self._lock = threading.RLock()
+
+    def attempt_started(self, attempt: int, max_attempts: int, state: RunState) -> None:
+        """See CampaignUI."""
+        with self._lock:
+            self.inner.attempt_started(attempt, max_attempts, state)
+
+    def jobs(self, done: int, total: int) -> None:
+        """See CampaignUI."""
+        with self._lock:
+            self.inner.jobs(done, total)
+
+    def judged(self, attempt: int, stage: str, data: TrialJudged) -> None:
+        """See CampaignUI."""
+        with self._lock:
+            self.inner.judged(attempt, stage, data)
+
+    def look_ended(self, event: LookEnded) -> None:
+        """See CampaignUI."""
+        with self._lock:
+            self.inner.look_ended(event)
+
+    def promoted(self, attempt: int, commit: str, estimate: float | None, interval: Any) -> None:
+        """See CampaignUI."""
+        with self._lock:
+            self.inner.promoted(attempt, commit, estimate, interval)
+
+    def note(self, text: str) -> None:
+        """See CampaignUI."""
+        with self._lock:
+            self.inner.note(text)
+
+    def stopped(self, reason: str, budget: str | None, detail: str | None = None) -> None:
+        """See CampaignUI."""
+        with self._lock:
+            self.inner.stopped(reason, budget, detail)
 
 
 REASON_INDENT = "    "

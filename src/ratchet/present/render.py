@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ratchet.present.guardrail_text import guardrail_lines
+from ratchet.present.status import attempt_label
 
 PIPE_WIDTH = 200
 """Columns a console writes when its output is not a terminal (a file, a pipe) and COLUMNS is not
@@ -369,7 +370,7 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
     table = Table("#", "summary", "verdict", "reason", "gain", "interval", "champion mean", "candidate mean",
                   "p", "level", "units")
     for a in r["attempts"]:
-        table.add_row(str(a["attempt"]), escape((a.get("summary") or "")[:40]), str(a["verdict"] or "-"),
+        table.add_row(attempt_label(a), escape((a.get("summary") or "")[:40]), str(a["verdict"] or "-"),
                       escape(str(a["reason"] or "-")), fmt_num(a["estimate"]), fmt_interval(a["interval"]),
                       fmt_num(a.get("champion_mean")), fmt_num(a.get("candidate_mean")),
                       fmt_p(a["p_value"]), fmt_level(a.get("level"), a["p_value"]), str(a["units"] or "-"))
@@ -377,6 +378,8 @@ def render_status(out: Console, err: Console, r: dict[str, Any]) -> None:
     for a in r["attempts"]:
         for line in guardrail_lines(a.get("guardrails"), f"attempt {a['attempt']} "):
             out.print(escape(line))
+    if r.get("in_flight"):
+        out.print("in flight: " + ", ".join(escape(attempt_label(a)) for a in r["in_flight"]))
     for w in r.get("warnings", []):
         err.print(f"[yellow]warning[/]: {escape(w)}")
 

@@ -4,6 +4,7 @@ ledger (pure) plus whether a kernel holds the run's lock (the only effect, done 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ratchet.core.state import AttemptState, RunState
@@ -19,13 +20,24 @@ def final_verdict(a: AttemptState) -> tuple[str | None, str | None]:
     return a.verdict, a.reason
 
 
+def attempt_label(row: Mapping[str, Any]) -> str:
+    """An attempt's number as status and reports show it (`row`: an `attempt_row`): `3`, or with
+    several workers `3 (w2)`, and `3 (w2, re-base of 1)` for a re-base attempt."""
+    extra = [f"w{row['worker']}"] if row.get("worker") is not None else []
+    if row.get("rebases") is not None:
+        extra.append(f"re-base of {row['rebases']}")
+    return f"{row['attempt']} ({', '.join(extra)})" if extra else str(row["attempt"])
+
+
 def attempt_row(a: AttemptState) -> dict[str, Any]:
     """One attempt for status and reports: {attempt, summary, verdict, reason, reason_text,
     estimate, interval, p_value, units, level, champion_mean, candidate_mean, params, promoted,
-    confirm, guardrails}; guardrails: each guardrail's {name, allowance, estimate, bound, p_value,
-    threshold, units, status, champion_mean, candidate_mean} (core.guardrails.GuardrailCheck).
-    `estimate` is the paired gain (direction-normalized); `champion_mean` and `candidate_mean` the
-    raw means of each side over the trial's units (None: no jobs ran)."""
+    confirm, worker, rebases, guardrails} (`worker`: the worker that ran it, None in a run of one
+    worker; `rebases`: the accepted attempt whose change it re-measured on a moved champion);
+    guardrails: each guardrail's {name, allowance, estimate, bound, p_value, threshold, units, status,
+    champion_mean, candidate_mean} (core.guardrails.GuardrailCheck). `estimate` is the paired gain
+    (direction-normalized); `champion_mean` and `candidate_mean` the raw means of each side over the
+    trial's units (None: no jobs ran)."""
     verdict, reason = final_verdict(a)
     confirm = None
     if a.confirm is not None:
@@ -51,6 +63,8 @@ def attempt_row(a: AttemptState) -> dict[str, Any]:
         "promoted": a.promoted,
         "confirm": confirm,
         "guardrails": [dict(g) for g in a.guardrails],
+        "worker": a.worker,
+        "rebases": a.rebases,
     }
 
 
@@ -70,7 +84,9 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
     Gains (`estimate`) are paired and direction-normalized; next to them, raw means in metric units
     (a pass rate for examples): `baseline.mean` (the preflight's), `champion.mean` (as last
     measured), each attempt's `champion_mean` / `candidate_mean`, and the holdout's `baseline_mean` /
-    `champion_mean`. `champion.params`: the champion's parameters (search agent; else None)."""
+    `champion_mean`. `champion.params`: the champion's parameters (search agent; else None).
+    `in_flight`: while the run is running, the attempts started and not yet judged nor given up
+    ({attempt, worker, summary}: with several workers, one per busy worker)."""
     run_state = state.state
     if run_state == "running" and lock_holder is None:
         run_state = "interrupted"
@@ -112,4 +128,6 @@ def status_result(state: RunState, lock_holder: int | None) -> dict[str, Any]:
             "limits": dict(state.limits),
         },
         "attempts": [attempt_row(a) for a in state.attempts],
+        "in_flight": [{"attempt": a.attempt, "worker": a.worker, "summary": a.summary} for a in state.attempts
+                      if a.verdict is None and a.gave_up is None] if run_state == "running" else [],
     }

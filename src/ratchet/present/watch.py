@@ -33,6 +33,7 @@ from ratchet.core.payloads import (
     TrialPlanned,
 )
 from ratchet.present.render import BUDGETS, fmt_amount, fmt_interval, fmt_num, fmt_p
+from ratchet.present.status import attempt_label
 
 REFRESH_S = 1.0
 """How often the ledger's size and mtime are checked (and keys read), seconds."""
@@ -64,8 +65,9 @@ def build_frame(status: Mapping[str, Any], tail: Sequence[Payload], facts: Mappi
     attempt.started on; facts: run.started's target_kind and direction. Keys: run_id, state,
     stop_reason, stop_budget, kernel_pid, champion, promotions, holdout, budgets (name, used,
     limit, share; share None when unlimited), forecast (see next_stop), attempts (the total),
-    last_attempts (status rows), current (see current_trial), launch (see latest_launch), ledger,
-    warnings.
+    last_attempts (status rows), in_flight (status rows of the attempts started and not yet
+    judged nor given up: with several workers, one per busy worker), current (see current_trial),
+    launch (see latest_launch), ledger, warnings.
     """
     used, limits = status["budget"]["used"], status["budget"]["limits"]
     budgets = []
@@ -86,6 +88,8 @@ def build_frame(status: Mapping[str, Any], tail: Sequence[Payload], facts: Mappi
         "forecast": forecast,
         "attempts": len(status["attempts"]),
         "last_attempts": list(status["attempts"][-LAST_ATTEMPTS_SHOWN:]),
+        "in_flight": [a for a in status["attempts"] if a.get("verdict") is None and a.get("reason") != "gave_up"]
+        if status.get("state") == "running" else [],
         "current": current,
         "launch": latest_launch(tail),
         "ledger": status.get("ledger"),
@@ -223,6 +227,9 @@ def render_frame(frame: Mapping[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [_title(frame), _champion(frame)]
     parts += [_current(frame["current"], frame["state"] == "running")] if frame.get("current") else []
     parts += [_launch(frame["launch"])] if frame.get("launch") else []
+    if frame.get("in_flight"):
+        shown = [attempt_label(a) + (f" {a['summary'][:30]}" if a.get("summary") else "") for a in frame["in_flight"]]
+        parts += [Text("in flight: " + ", ".join(shown))]
     parts += [_budgets(frame["budgets"])]
     if frame.get("forecast") and frame["state"] == "running":
         f = frame["forecast"]
@@ -331,7 +338,7 @@ def _attempts(frame: Mapping[str, Any]) -> Table:
         table.add_column("guardrails (change / bound vs allowance)", overflow="ellipsis", no_wrap=True)
     for a in shown:
         verdict = a.get("verdict") or "-"
-        cells: list[RenderableType] = [str(a["attempt"]), Text((a.get("summary") or "")[:60]),
+        cells: list[RenderableType] = [attempt_label(a), Text((a.get("summary") or "")[:60]),
                  Text(verdict, style=_VERDICT_STYLE.get(verdict, "")), Text(str(a.get("reason") or "-")),
                  fmt_num(a.get("estimate")), fmt_p(a.get("p_value"))]
         if guarded:

@@ -183,8 +183,10 @@ def launch_jobs_target(contract: Contract, sandbox: SandboxSpec, commands: Mappi
                        artifacts: Mapping[str, ArtifactSpec] | None = None,
                        groups: Mapping[str, tuple[str, int]] | None = None) -> ShellJobs:
     """Shell jobs for an agent's own experiments: each job's own command, timeout, extra variables,
-    artifacts and group cap (job_id -> (group, cap)), the target's metric read when printed, never cached."""
+    artifacts and group cap (job_id -> (group, cap)), the target's metric read when printed, never cached;
+    `background` (JobSpec): they start after any gate measurement waiting for a slot."""
     t = contract.target
     return ShellJobs(command=t.command or "", metric=t.metric, seed_env=t.seed_env, timeout_s=t.timeout_s,
                      kind=t.kind, sandbox=sandbox, exclude=contract.hidden_paths, cache=False, commands=commands,
-                     envs=envs, resources=job_resources(contract.compute), artifacts=artifacts, groups=groups)
+                     envs=envs, resources=job_resources(contract.compute), artifacts=artifacts, groups=groups,
+                     background=True)

@@ -123,7 +123,8 @@ class ShellJobs:
     (`JobSpec.group_max_parallel`; an agent's launch with `--concurrency`). guardrails: further keys
     read from the metric's JSON line ([[gate.guardrails]]); each must be there and finite. suite:
     further commands run after the primary in the same job ([[target.suite]], targets.suite), each
-    member's metric read as the guardrail of its name.
+    member's metric read as the guardrail of its name. background: the jobs
+    are an agent's experiments, started after waiting gate measurements (`JobSpec.background`).
     """
 
     def __init__(self, *, command: str, metric: str | None, seed_env: str, timeout_s: float, kind: str,
@@ -132,10 +133,11 @@ class ShellJobs:
                  envs: Mapping[str, Mapping[str, str]] | None = None, resources: Resources | None = None,
                  artifacts: Mapping[str, ArtifactSpec] | None = None,
                  groups: Mapping[str, tuple[str, int]] | None = None, guardrails: Sequence[str] = (),
-                 suite: Sequence[SuiteMember] = ()):
+                 suite: Sequence[SuiteMember] = (), background: bool = False):
         self.command = command
         self.guardrails = tuple(guardrails)
         self.suite = tuple(suite)
+        self.background = background
         self.metric = metric
         self.seed_env = seed_env
         self.timeout_s = timeout_s
@@ -175,7 +177,8 @@ class ShellJobs:
         group, cap = self.groups.get(job.job_id, (None, None))
         return JobSpec(job_id=job.job_id, argv=("/bin/sh", "-c", command), workdir=checkout, env=self._env(job),
                        timeout_s=timeout_s, resources=self.resources, sandbox=self.sandbox,
-                       artifacts=self.artifacts.get(job.job_id), group=group, group_max_parallel=cap)
+                       artifacts=self.artifacts.get(job.job_id), group=group, group_max_parallel=cap,
+                       background=self.background)
 
     def read(self, task: Task, result: JobResult) -> TaskOutcome:
         """The metric from the job's stdout (its last JSON line), or why there is none."""

@@ -348,6 +348,26 @@ class Git:
             args += ["-p", parent]
         return self._out([*args, "-F", "-"], stdin=message.encode(), env=env, code="git.commit_failed")
 
+    def merge_trees(self, base_tree: str, ours_tree: str, theirs_tree: str) -> tuple[str | None, list[str]]:
+        """Three-way merge of `theirs_tree`'s change from `base_tree` onto `ours_tree` (`git
+        merge-tree --write-tree`, git >= 2.38, over throwaway commits whose only common ancestor is
+        `base_tree`'s). Returns (merged tree, []) when clean, (None, the conflicted paths) when not.
+        Touches no branch, HEAD, index or work tree. Raises GitError `git.merge_failed` when git
+        cannot merge at all (an unknown tree, a git too old)."""
+        message = "ratchet: re-base"
+        base = self.commit_tree(base_tree, [], message)
+        ours = self.commit_tree(ours_tree, [base], message)
+        theirs = self.commit_tree(theirs_tree, [base], message)
+        proc = self._run(["merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs], check=False)
+        lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if proc.returncode == 0 and lines:
+            return lines[0].strip(), []
+        if proc.returncode == 1 and lines:
+            return None, sorted({line.strip() for line in lines[1:] if line.strip()})
+        raise GitError("git.merge_failed", f"git merge-tree failed (exit {proc.returncode}): "
+                       f"{proc.stderr.decode('utf-8', 'replace').strip()[:500]}",
+                       hint="Ratchet needs git >= 2.38 to re-base a candidate onto a moved champion")
+
     def branch_commit(self, name: str) -> str | None:
         """The commit branch `name` points to, or None when it does not exist."""
         proc = self._run(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}"], check=False)

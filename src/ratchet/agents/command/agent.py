@@ -185,7 +185,9 @@ class CommandAgent(Agent):
     counted). environ: where `pass_env` values are read (default os.environ). bwrap: the
     bubblewrap executable probed (default: found on PATH). launches_view: returns the run's launches
     so far, earlier attempts' included (rows of `queue.launch_summary`, shown by `ratchet-sys
-    launches`), or None: this attempt's only.
+    launches`), or None: this attempt's only. siblings_view: given this attempt's number, the jobs of
+    the run's other attempts' launches (several workers: `loop.agents.sibling_jobs`), listed after
+    this attempt's by `ratchet-sys queue`; None: this attempt's only.
     Raises SandboxError `agent.sandbox_unavailable` (exit 2) when bwrap does not work here.
     """
 
@@ -193,7 +195,8 @@ class CommandAgent(Agent):
                  budget_view: Callable[[], Mapping[str, Any]] | None = None,
                  wall_left: Callable[[], float | None] | None = None, spent: Spent | None = None,
                  environ: Mapping[str, str] | None = None, bwrap: str | None = None,
-                 launches_view: Callable[[], Sequence[Mapping[str, Any]]] | None = None):
+                 launches_view: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+                 siblings_view: Callable[[int], Sequence[Mapping[str, Any]]] | None = None):
         status = probe_bwrap(bwrap)
         if not status.available:
             raise SandboxError(
@@ -210,6 +213,7 @@ class CommandAgent(Agent):
         self.spent = spent
         self.environ = os.environ if environ is None else environ
         self.launches_view = launches_view
+        self.siblings_view = siblings_view
         self.attempt: _Attempt | None = None
 
     # -- the protocol ----------------------------------------------------------------------------
@@ -346,7 +350,7 @@ class CommandAgent(Agent):
             self._prepare_channel(att, name, message)
             spec, reach = self._leg_spec(att, kind, name, message)
             began = time.time_ns()
-            with QueueWatcher(att.workspace, lambda: queue_json(att.queue)):  # `ratchet-sys queue` mid-leg
+            with QueueWatcher(att.workspace, lambda: queue_json(att.queue, self._siblings(att))):  # mid-leg
                 run = LegRun(spec.argv, self.run_job(spec))
             with Channel(att.workspace) as channel:
                 requests = read_leg(channel, att.names)
@@ -423,13 +427,18 @@ class CommandAgent(Agent):
                    "earlier_attempts": [{"attempt": a.attempt, "verdict": a.verdict, "reason": a.reason,
                                          "candidate_mean": a.candidate_mean, "dev_mean": a.dev_mean}
                                         for a in att.history]}
-        write_leg_state(att.workspace, name, message, att.queue, self._launches(att), self._budget() or {}, history)
+        write_leg_state(att.workspace, name, message, att.queue, self._launches(att), self._budget() or {}, history,
+                        self._siblings(att))
 
     def _launches(self, att: _Attempt) -> Sequence[Mapping[str, Any]]:
         """`state/launches.json`: the run's launches so far (`launches_view`), else this attempt's."""
         if self.launches_view is not None:
             return list(self.launches_view())
         return attempt_launches(att.number, att.queue)
+
+    def _siblings(self, att: _Attempt) -> list[Mapping[str, Any]]:
+        """The other attempts' launched jobs (`siblings_view`), [] without one."""
+        return list(self.siblings_view(att.number)) if self.siblings_view is not None else []
 
     def _budget(self) -> Mapping[str, Any] | None:
         return self.budget_view() if self.budget_view is not None else None

@@ -58,7 +58,8 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
                         budget_view: Callable[[], Mapping[str, Any]] | None = None,
                         wall_left: Callable[[], float | None] | None = None, spent: Spent | None = None,
                         environ: Mapping[str, str] | None = None, bwrap: str | None = None,
-                        launches_view: Callable[[], Sequence[Mapping[str, Any]]] | None = None) -> CommandAgent:
+                        launches_view: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+                        siblings_view: Callable[[int], Sequence[Mapping[str, Any]]] | None = None) -> CommandAgent:
     """The CommandAgent for `contract` (agent.kind = "command") of the project at `root`.
     project: its Git. work_dir: kernel-owned, outside the project, the run's own (a directory, or a
     function returning it once the run is open: the loop's `AgentLink.work_dir`). See CommandAgent
@@ -72,7 +73,8 @@ def build_command_agent(contract: Contract, root: Path, project: Any, work_dir: 
     setup = CommandSetup(cfg, project, rules, where, task, dev_examples, limits_of(contract),
                          tuple(contract.sandbox.read_only))
     return CommandAgent(setup, record_blob, record, run_job, budget_view=budget_view, wall_left=wall_left,
-                        spent=spent, environ=environ, bwrap=bwrap, launches_view=launches_view)
+                        spent=spent, environ=environ, bwrap=bwrap, launches_view=launches_view,
+                        siblings_view=siblings_view)
 
 
 def _fixed(path: Path) -> Callable[[], Path]:

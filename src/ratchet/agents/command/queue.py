@@ -3,9 +3,9 @@
 what `ratchet-sys queue` and `ratchet-sys launches` show, with the watcher keeping the queue fresh.
 
 - `state/queue.json`: every job of the attempt's launches, in launch order (`QueuedJob.to_json`:
-  launch, index, command, why, state, value); written before each leg and, while the leg runs, every
-  QUEUE_REFRESH_S by `QueueWatcher` from a source function (today the attempt's own launches; a
-  source listing every worker's jobs fits the same function).
+  launch, index, command, why, state, value), then with several workers the jobs of the other
+  attempts in flight (with their attempt and worker); written before each leg and, while the leg
+  runs, every QUEUE_REFRESH_S by `QueueWatcher` from a source function.
 - `state/launches.json`: the run's launches so far, earlier attempts' included (`LaunchSummary`
   rows: attempt, launch number, name, job count, states), from the loop's record of the run when it
   passes one (`CommandAgent.launches_view`), else from this attempt's own launches.
@@ -101,9 +101,11 @@ def _settle_from(channel: Channel, job: QueuedJob, path: list[str]) -> None:
         job.state, job.value = job_state(state), value
 
 
-def queue_json(queue: Iterable[QueuedJob]) -> bytes:
-    """`state/queue.json`: the jobs as a JSON list."""
-    return json.dumps([j.to_json() for j in queue], indent=1).encode()
+def queue_json(queue: Iterable[QueuedJob], siblings: Iterable[Mapping[str, Any]] = ()) -> bytes:
+    """`state/queue.json`: the jobs as a JSON list, this attempt's first, then `siblings`: the jobs
+    of the other attempts in flight (several workers: rows {attempt, worker, launch, index, command,
+    why, state}, from `loop.agents.sibling_jobs`)."""
+    return json.dumps([j.to_json() for j in queue] + [dict(s) for s in siblings], indent=1).encode()
 
 
 def launch_summary(attempt: int, number: int | None, name: str | None, states: Sequence[str],
@@ -165,7 +167,7 @@ class QueueWatcher:
 
 def write_leg_state(workspace: Path, message_file: str, message: str, queue: Sequence[QueuedJob],
                     launches: Sequence[Mapping[str, Any]], budget: Mapping[str, Any],
-                    history: Mapping[str, Any]) -> None:
+                    history: Mapping[str, Any], siblings: Sequence[Mapping[str, Any]] = ()) -> None:
     """Before a leg: copy the tool (TOOL_NAME), write the leg's message as `<channel>/<message_file>`,
     the state files `ratchet-sys` reads (the queue, the run's launches, the budget's standing, the
     attempt's `history`), and make the CLI's home folders (a symlink planted at `home/` is replaced,
@@ -173,7 +175,7 @@ def write_leg_state(workspace: Path, message_file: str, message: str, queue: Seq
     with Channel(workspace) as channel:
         channel.write([TOOL_NAME], TOOL_SOURCE.read_bytes(), mode=0o755)
         channel.write([message_file], message.encode("utf-8"))
-        channel.write([STATE_DIR, QUEUE_FILE], queue_json(queue))
+        channel.write([STATE_DIR, QUEUE_FILE], queue_json(queue, siblings))
         channel.write([STATE_DIR, LAUNCHES_FILE], json.dumps(list(launches), indent=1).encode())
         channel.write([STATE_DIR, "budget.json"], json.dumps(dict(budget), indent=1).encode())
         channel.write([STATE_DIR, "history.json"], json.dumps(dict(history), indent=1).encode())

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ratchet.agents.base import Action, Agent, AgentContext, GiveUp, LaunchResult, Submit
-from ratchet.agents.llm.briefing import ContextEvidence, Evidence
+from ratchet.agents.llm.briefing import ContextEvidence, Evidence, in_flight_summaries
 from ratchet.agents.llm.client import CallResult, ChatClient
 from ratchet.agents.llm.edits import ParsedReply, Scope, apply_edit_blocks, parse_edit_blocks, parse_solution
 from ratchet.agents.llm.prompts import PromptBuilder, load_templates
@@ -170,7 +170,7 @@ class LlmAgent(Agent):
 
     def _executor_messages(self, ctx: AgentContext, directive: str) -> list[Message]:
         champion = self.evidence.champion(ctx)
-        attempts = self.evidence.attempts(ctx)
+        attempts = [*self.evidence.attempts(ctx), *in_flight_summaries(ctx)]  # siblings' in flight: `pending`
         if self.contract.target.kind == "examples":
             solution = self.trees.read_blob(ctx.champion_tree, self.contract.target.solution or "")
             return self.prompts.examples(solution, champion, attempts, self.evidence.dev_failures(ctx), directive)

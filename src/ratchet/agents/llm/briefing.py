@@ -89,3 +89,11 @@ def _figure(dev_mean: float | None, candidate_mean: float | None) -> str:
     if dev_mean is not None:
         return f"dev pass rate {dev_mean:.6g}"
     return "" if candidate_mean is None else f"candidate mean {candidate_mean:.6g}"
+
+
+def in_flight_summaries(ctx: AgentContext) -> list[AttemptSummary]:
+    """The siblings' attempts in flight (`AgentContext.in_flight`, several workers) as rows of the
+    history with no verdict yet (shown `pending`): what they proposed once submitted, so the model
+    does not propose it again."""
+    return [AttemptSummary(f.attempt, f"in flight (worker {f.worker}): {f.summary or 'not submitted yet'}", None, None)
+            for f in ctx.in_flight]

@@ -21,6 +21,7 @@ import asyncio
 import email.utils
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -91,6 +92,11 @@ class _Failure(Exception):
         self.retry_after_s = retry_after_s
 
 
+BUDGET_LOCK = threading.Lock()
+"""Held while a call's worst case is checked and reserved, and while it is settled: the llm agents
+of several workers (`agent.workers`) share one model budget (an `Account`) and call at once."""
+
+
 class ChatClient:
     """Chat calls for one run: `config` ([agent.llm]), the caller's `budget` and `journal`.
 
@@ -119,21 +125,23 @@ class ChatClient:
         body = self.request_body(messages)
         data = canonical_bytes(body)
         request_digest = digest_bytes(data)
-        if key in self.budget.open:  # reserved by a kernel that stopped during the call
-            lost = self.budget.settle(key, None)
-            self.journal.record_call(CallRecord(key, role, request_digest, None, "lost",
-                                                "the kernel stopped during this call", charged=lost.charge))
-        ask = call_worst_case(self.config.price, len(data), len(messages), self.config.max_output_tokens)
-        held = reserve_call(self.budget, key, ask)
-        if isinstance(held, BudgetStop):
-            record = CallRecord(key, role, request_digest, None, "budget_refused", f"{held.name}: {held.detail}")
-            self.journal.record_call(record)
-            return CallResult(record, None)
-        request_blob = self.journal.put_blob(data)
-        self.journal.record_reservation(held, request_digest, request_blob)
+        with BUDGET_LOCK:  # agents of several workers share one budget: checked and held as one step
+            if key in self.budget.open:  # reserved by a kernel that stopped during the call
+                lost = self.budget.settle(key, None)
+                self.journal.record_call(CallRecord(key, role, request_digest, None, "lost",
+                                                    "the kernel stopped during this call", charged=lost.charge))
+            ask = call_worst_case(self.config.price, len(data), len(messages), self.config.max_output_tokens)
+            held = reserve_call(self.budget, key, ask)
+            if isinstance(held, BudgetStop):
+                record = CallRecord(key, role, request_digest, None, "budget_refused", f"{held.name}: {held.detail}")
+                self.journal.record_call(record)
+                return CallResult(record, None)
+            request_blob = self.journal.put_blob(data)
+            self.journal.record_reservation(held, request_digest, request_blob)
         base = CallRecord(key, role, request_digest, request_blob, "ok")
         record, reply = self._send(base, body)
-        charged = self.budget.settle(key, self._actual(record)).charge
+        with BUDGET_LOCK:
+            charged = self.budget.settle(key, self._actual(record)).charge
         record = replace(record, charged=charged)
         self.journal.record_call(record)
         return CallResult(record, reply)

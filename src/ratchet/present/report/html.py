@@ -25,6 +25,7 @@ from ratchet.present.report.plots import (
     effects_figure,
     figure_svg,
 )
+from ratchet.present.status import attempt_label
 
 __all__ = ["CONTENT_SECURITY_POLICY", "esc", "inline", "render_html"]
 
@@ -113,7 +114,7 @@ def _attempt_row(a: Mapping[str, Any]) -> list[str]:
     guards = guardrail_lines(a.get("guardrails"))
     if guards:
         reason += " " + "; ".join(guards) + "."
-    return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(a["attempt"])}</a>', esc(a.get("summary") or ""),
+    return [f'<a href="#attempt-{esc(a["attempt"])}">{esc(attempt_label(a))}</a>', esc(a.get("summary") or ""),
             verdict(a.get("verdict")), esc(fmt_num(a.get("estimate"))), esc(fmt_interval(a.get("interval"))),
             esc(fmt_num(a.get("champion_mean"))), esc(fmt_num(a.get("candidate_mean"))),
             esc(fmt_p(a.get("p_value"))), esc(fmt_level(a.get("level"), a.get("p_value"))),

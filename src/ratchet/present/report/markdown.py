@@ -11,6 +11,7 @@ from ratchet.core.payloads import ChampionPromoted
 from ratchet.present.guardrail_text import guardrail_lines
 from ratchet.present.render import fmt_interval, fmt_level, fmt_num, fmt_p
 from ratchet.present.report import text
+from ratchet.present.status import attempt_label
 
 
 def render_report(
@@ -92,7 +93,7 @@ def _attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
         if a.get("confirm"):
             reason += " " + text.confirmation(a["confirm"])
         out.append(
-            f"| {a['attempt']} | {summary} | {a.get('verdict') or '-'} | {fmt_num(a.get('estimate'))} | "
+            f"| {attempt_label(a)} | {summary} | {a.get('verdict') or '-'} | {fmt_num(a.get('estimate'))} | "
             f"{fmt_interval(a.get('interval'))} | {fmt_num(a.get('champion_mean'))} | "
             f"{fmt_num(a.get('candidate_mean'))} | {fmt_p(a.get('p_value'))} | "
             f"{fmt_level(a.get('level'), a.get('p_value'))} | {a.get('units') or '-'} | {reason} |"
