@@ -208,3 +208,23 @@ def test_the_fold_keeps_when_each_attempt_planned_its_trial_and_was_decided(even
     # before attempt 1's promotion is recorded it is still running: no decision step
     before = fold(upto(events, "trial.judged", 2))
     assert before.attempts[0].decided_seq is None and level_timeline(before) == [("planned", 1)]
+
+
+def test_a_trial_that_measured_a_champion_replaced_since_does_not_set_the_champions_mean(run_dir):
+    """Two attempts in flight: attempt 1 is promoted (its candidate's mean becomes the champion's);
+    attempt 2's trial, judged later against the baseline it was submitted against, must not put the
+    baseline's mean back as the champion's (the margin and the target stop read it)."""
+    with EventLog.open(run_dir.events) as log:
+        log.append("run.started", started("r"), NOW)
+        for attempt in (1, 2):
+            log.append("attempt.started", {"attempt": attempt, "worker": attempt}, NOW)
+            log.append("attempt.submitted", {"attempt": attempt, "tree": f"t{attempt}", "summary": "s",
+                                             "report_blob": "", "params": None, "invalid": None}, NOW)
+        log.append("trial.judged", {**judged(1, "accepted"), "champion_mean": 0.5, "candidate_mean": 0.9}, NOW)
+        log.append("champion.promoted", {"attempt": 1, "commit": "c1", "tree": "t1", "estimate": 0.4,
+                                         "interval": None, "mean": 0.9, "lcb": 0.85, "branch": "b"}, NOW)
+        log.append("trial.judged", {**judged(2, "accepted"), "champion_mean": 0.5, "candidate_mean": 0.8}, NOW)
+    state = fold(read_events(run_dir.events))
+    assert state.champion.commit == "c1"
+    assert (state.champion_mean, state.champion_bound) == (0.9, 0.85)
+    assert state.attempt(2).champion_mean == 0.5  # the attempt keeps what its own trial measured

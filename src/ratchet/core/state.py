@@ -162,8 +162,9 @@ class RunState:
     `baseline_mean`: the baseline's raw mean as the preflight measured it (None: no preflight value).
     `baseline_guardrails`: each guardrail's mean over the preflight's jobs, by name (empty without).
     `champion_mean` / `champion_bound`: the champion's raw mean (a pass rate for examples) and its
-    guarding confidence bound as last measured: by the preflight, then by each trial's champion side,
-    then by the promoted candidate's own measurement (None: never measured; the bound needs 2 units).
+    guarding confidence bound as last measured: by the preflight, then by each trial's champion side
+    (not a trial that measured a champion replaced since, as with several workers), then by the
+    promoted candidate's own measurement (None: never measured; the bound needs 2 units).
     `finished_jobs`: job_id -> the job.finished payload; `running_jobs`: job_id -> external id (or
     pid) of jobs started and not finished; `open_trial`: the payload of the last trial.planned with
     no trial.judged for its (attempt, stage) yet; `limits`: run.started's limits as recorded.
@@ -436,7 +437,9 @@ class Folder:
             self.touch_attempt(judgment.attempt, confirm=judgment,
                                **(self.decide(d.attempt) if d.verdict != "accepted" else {}))
         elif judgment.stage == "trial":
-            if d.champion_mean is not None and d.champion_mean is not UNSET:
+            measured = self.attempts.get(judgment.attempt, {}).get("against_commit")
+            current = measured is None or measured == self.champion.commit  # not a champion replaced since
+            if current and d.champion_mean is not None and d.champion_mean is not UNSET:
                 self.champion_mean, self.champion_bound = d.champion_mean, given(d.champion_lcb)
             self.judged_since_promotion.add(judgment.attempt)
             self.touch_attempt(
