@@ -8,7 +8,9 @@ its results go to results/*-quick.md (git-ignored) and leave the full results al
 takes about 28 minutes on 2 cores: 2.5-4 of them the digits campaign (its max_wall is 2 minutes),
 about 5 the kernel overhead (3 x 1,001 jobs each way), about 2 the guard calibration, about 3 the
 skewed nulls, about 3 the Slurm overhead (with a cluster up, `make slurm-up`; skipped otherwise),
-about 3 the adaptive agents, about 3 the overlapping attempts (more when other processes load the CPUs).
+about 3 the adaptive agents, about 3 the overlapping attempts, about 14 the command agent's
+workers on Slurm (4 runs of a 3-minute wall budget and their holdouts; skipped without a cluster)
+(more when other processes load the CPUs).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ SCRIPTS = {
     "digits_example": "the bundled digits campaign, run once (§5)",
     "verify_costs": "`ratchet verify` on a 100,000-event run (docs/verify.md)",
     "workers": "the search agent on digits at agent.workers = 1, 2, 4 (docs/workers.md)",
+    "workers_command": "a scripted command agent on Slurm at agent.workers = 1, 2, 4, 8: time to a true gain",
 }
 
 
