@@ -10,6 +10,8 @@ from payload_data import judged, started
 from ratchet.core.errors import LedgerError
 from ratchet.core.state import Champion, RunState, TreeRef, fold
 from ratchet.ledger.events import EventLog, read_events
+from ratchet.ledger.index import Index
+from ratchet.ledger.snapshot import Snapshot
 
 NOW = "2026-11-30T06:36:50Z"
 
@@ -224,7 +226,13 @@ def test_a_trial_that_measured_a_champion_replaced_since_does_not_set_the_champi
         log.append("champion.promoted", {"attempt": 1, "commit": "c1", "tree": "t1", "estimate": 0.4,
                                          "interval": None, "mean": 0.9, "lcb": 0.85, "branch": "b"}, NOW)
         log.append("trial.judged", {**judged(2, "accepted"), "champion_mean": 0.5, "candidate_mean": 0.8}, NOW)
-    state = fold(read_events(run_dir.events))
+    events = read_events(run_dir.events)
+    state = fold(events)
     assert state.champion.commit == "c1"
     assert (state.champion_mean, state.champion_bound) == (0.9, 0.85)
     assert state.attempt(2).champion_mean == 0.5  # the attempt keeps what its own trial measured
+    with Index(run_dir.index) as index:  # `ratchet status` reads it from the index: the same mean
+        index.rebuild(events)
+    with Snapshot.open(run_dir.index) as snapshot:
+        shown = snapshot.status_state(run_dir.events.read_bytes())
+    assert shown is not None and shown.champion_mean == 0.9

@@ -197,11 +197,18 @@ class _Means:
                     acc = sums.setdefault(name, [0.0, 0.0])
                     acc[0], acc[1] = acc[0] + float(value), acc[1] + 1
         self.baseline_guards = {name: total / count for name, (total, count) in sums.items()}
+        promotions = 0
+        submitted_at: dict[Any, int] = {}  # attempt -> promotions recorded when it was submitted
         for seq, kind, data in conn.execute(
-            "SELECT seq, kind, data FROM events WHERE kind IN ('trial.judged', 'champion.promoted') ORDER BY seq"
+            "SELECT seq, kind, data FROM events WHERE kind IN ('attempt.submitted', 'trial.judged', "
+            "'champion.promoted') ORDER BY seq"
         ):
             d = json.loads(data)
+            if kind == "attempt.submitted":
+                submitted_at[d.get("attempt")] = promotions
+                continue
             if kind == "champion.promoted":
+                promotions += 1
                 if d.get("mean") is not None:
                     latest = (seq, d["mean"])
                 continue
@@ -211,8 +218,8 @@ class _Means:
             if d.get("stage") == "trial":
                 self.trial[d.get("attempt")] = pair
                 self.trial_guards[d.get("attempt")] = self.guards[seq]
-                if pair[0] is not None:
-                    latest = (seq, pair[0])
+                if pair[0] is not None and submitted_at.get(d.get("attempt"), promotions) == promotions:
+                    latest = (seq, pair[0])  # not a trial of a champion replaced since (several workers)
         self.champion: Any = latest[1]
 
 
