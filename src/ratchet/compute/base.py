@@ -199,6 +199,12 @@ class Executor(Protocol):
     external_ids_are_pids: bool
     """True: external ids are process ids on this machine (`job.started` records them as `pid`)."""
 
+    @property
+    def token(self) -> str | None:
+        """The name the run's jobs carry at their scheduler (Slurm's run token, recorded in
+        `run.started` so later kernels act on those jobs only); None where jobs have no name."""
+        ...
+
     def probe_sandbox(self, mode: SandboxSetting) -> SandboxMode:
         """The sandbox jobs will run under where this executor runs them, for `sandbox.mode`
         `mode`. Raises SandboxError `sandbox.unavailable` when mode is bwrap and it does not work

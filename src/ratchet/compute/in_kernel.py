@@ -66,6 +66,7 @@ class InKernelExecutor:
     backend = "kernel"
     jobs_outlive_kernel = False
     external_ids_are_pids = False
+    token: str | None = None  # the kernel's own work has no scheduler name
 
     def __init__(self, jobs_dir: Path, max_parallel: int, work: Work):
         if max_parallel < 1:

@@ -170,6 +170,7 @@ class LocalExecutor:
     backend = "local"
     jobs_outlive_kernel = False  # a job's pipes die with its kernel
     external_ids_are_pids = True
+    token: str | None = None  # local jobs have no scheduler name
 
     def __init__(self, jobs_dir: Path, max_parallel: int, pid_dir: Path | None = None,
                  gpus: Sequence[str | int] = (), keep_end: bool = False):

@@ -321,8 +321,8 @@ def record_started(kernel: Kernel, salt: str, baseline_commit: str, baseline_tre
 
 def _job_token(kernel: Kernel) -> dict[str, Any]:
     """{"job_token": ...} for run.started when the executor names its scheduler jobs (Slurm), else {}."""
-    token = getattr(kernel.executor, "token", None)
-    return {"job_token": token} if isinstance(token, str) else {}
+    token = kernel.executor.token
+    return {"job_token": token} if token is not None else {}
 
 
 def record_resumed(kernel: Kernel) -> None:
