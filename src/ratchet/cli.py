@@ -9,7 +9,6 @@ The shell every command shares (execute, the consoles, the arguments) is in cli_
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +28,7 @@ from ratchet.cli_shell import (
     execute,
     existing_dir,
     out,
+    print_error,
     project_dir,
     project_path,
     run_arg,
@@ -367,12 +367,10 @@ def main() -> None:
     except Exception as exc:  # click's UsageError/BadParameter (vendored or not): they format themselves
         if not hasattr(exc, "format_message"):
             raise
-        hint = f"see `{_usage_path(getattr(exc, 'ctx', None), command)} --help`"
-        if "--json" in sys.argv[1:]:
-            error = {"code": "usage", "message": exc.format_message(), "hint": hint}
-            print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
-        elif exc.format_message():  # empty: no arguments at all, the help was printed
-            print(f"error (usage): {exc.format_message()}\nhint: {hint}", file=sys.stderr)
+        as_json, message = "--json" in sys.argv[1:], exc.format_message()
+        if as_json or message:  # an empty message: no arguments at all, the help was printed
+            hint = f"see `{_usage_path(getattr(exc, 'ctx', None), command)} --help`"
+            print_error(command, as_json, {"code": "usage", "message": message, "hint": hint})
         sys.exit(getattr(exc, "exit_code", 2) or 2)
     sys.exit(code if isinstance(code, int) else 0)
 

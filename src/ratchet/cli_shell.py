@@ -126,17 +126,17 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
     try:
         result = work()
     except RatchetError as exc:
-        fail(command, as_json, debug, exc.to_json(), exc.exit_code)
+        _fail(command, as_json, debug, exc.to_json(), exc.exit_code)
     except KeyboardInterrupt:
         error = {"code": "interrupted", "message": "interrupted", "hint": None}
-        fail(command, as_json, debug, error, EXIT_INTERRUPTED)
+        _fail(command, as_json, debug, error, EXIT_INTERRUPTED)
     except Exception as exc:  # the last line of defence: no traceback for the user unless asked
         error = {
             "code": "internal",
             "message": f"internal error: {type(exc).__name__}: {exc}",
             "hint": "re-run with --debug and report the traceback",
         }
-        fail(command, as_json, debug, error, EXIT_INTERNAL)
+        _fail(command, as_json, debug, error, EXIT_INTERNAL)
     code = result.pop("_exit_code", 0)
     failure = result.pop("_error", None)  # a command whose result says why it failed (verify: exit 3)
     if as_json:
@@ -150,17 +150,24 @@ def execute(command: str, as_json: bool, debug: bool, work: Callable[[], dict[st
         raise typer.Exit(code)
 
 
-def fail(command: str, as_json: bool, debug: bool, error: dict[str, Any], code: int) -> None:
-    if debug:
-        traceback.print_exc(file=sys.stderr)
+def print_error(command: str, as_json: bool, error: dict[str, Any]) -> None:
+    """Say `error` ({"code", "message", "hint"}) of `command`: the `--json` envelope on stdout, or
+    `error (code): message` and `hint: ...` on stderr."""
     if as_json:
         print(json.dumps({"ok": False, "command": command, "result": None, "error": error}))
-    else:
-        from rich.markup import escape
+        return
+    from rich.markup import escape
 
-        err().print(f"[bold red]error[/] [dim]({escape(error['code'])})[/]: {escape(error['message'])}", soft_wrap=True)
-        if error.get("hint"):
-            err().print(f"[yellow]hint[/]: {escape(str(error['hint']))}", soft_wrap=True)
+    err().print(f"[bold red]error[/] [dim]({escape(error['code'])})[/]: {escape(error['message'])}", soft_wrap=True)
+    if error.get("hint"):
+        err().print(f"[yellow]hint[/]: {escape(str(error['hint']))}", soft_wrap=True)
+
+
+def _fail(command: str, as_json: bool, debug: bool, error: dict[str, Any], code: int) -> None:
+    """`print_error` (the traceback first with `debug`), then exit `code` (typer.Exit)."""
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    print_error(command, as_json, error)
     raise typer.Exit(code)
 
 
